@@ -1,0 +1,256 @@
+/*
+ * holder: the PID 1 of every agent container, and the small tool the runner execs inside it.
+ *
+ * Rules: static, libc only, no shell, no Python, so it works in any image. It never starts
+ * anything by itself.
+ *
+ *   holder                      PID 1: sleep until SIGTERM/SIGINT (exit 0). Reap every zombie on
+ *                               SIGCHLD, since orphans of the agent are re-parented here; a process
+ *                               that is still alive stays alive, so a leftover can be seen.
+ *                               SIGUSR1: kill every other process in the container (kill(-1) from
+ *                               the namespace's init reaches all of them) until none is left,
+ *                               which works even when a fork bomb leaves no pid for an exec.
+ *   holder run PIDFILE ARGV...  Write our pid to PIDFILE, then execvp(ARGV): the agent keeps
+ *                               that pid, so the runner knows the agent's pid as the container
+ *                               sees it. Exit 127 when ARGV cannot be run.
+ *   holder ps                   Every process but PID 1 and this one, as NUL-ended fields:
+ *                               "pid ppid name argc arg..." (a record per process).
+ *   holder kill GRACE_MS PID... SIGTERM the pids, wait up to GRACE_MS for them to go, SIGKILL
+ *                               the rest. Exit 0.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static void reap(void) {
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
+}
+
+/* Kill everything else in the pid namespace; repeat because a process may fork meanwhile. */
+static void kill_all_others(void) {
+    struct timespec pause_ts = {0, 20 * 1000 * 1000};
+    for (int round = 0; round < 500; round++) {
+        if (kill(-1, SIGKILL) < 0 && errno == ESRCH) {
+            break; /* nothing left to signal */
+        }
+        reap();
+        nanosleep(&pause_ts, NULL);
+        reap();
+    }
+}
+
+static int hold(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGUSR1);
+    /* Blocked and taken with sigwaitinfo: no handler races, and as PID 1 an unhandled signal
+     * would be ignored anyway. */
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    for (;;) {
+        siginfo_t info;
+        int sig = sigwaitinfo(&set, &info);
+        if (sig < 0) {
+            continue;
+        }
+        if (sig == SIGTERM || sig == SIGINT) {
+            return 0;
+        }
+        if (sig == SIGUSR1) {
+            kill_all_others();
+        }
+        reap(); /* SIGCHLD, and after a kill: several children may end for one signal */
+    }
+}
+
+static int run(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "holder run: usage: holder run PIDFILE ARGV...\n");
+        return 2;
+    }
+    char buf[32];
+    int len = snprintf(buf, sizeof buf, "%d\n", (int)getpid());
+    int fd = open(argv[0], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+        if (write(fd, buf, (size_t)len) != len) {
+            /* the runner falls back to the process list; the agent still runs */
+        }
+        close(fd);
+    }
+    execvp(argv[1], &argv[1]);
+    int err = errno;
+    fprintf(stderr, "acp-journeys: cannot run %s: %s\n", argv[1], strerror(err));
+    return err == ENOENT ? 127 : 126;
+}
+
+/* Read a whole small /proc file; returns its length, or -1. */
+static ssize_t slurp(const char *path, char *buf, size_t cap) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    size_t used = 0;
+    while (used < cap) {
+        ssize_t n = read(fd, buf + used, cap - used);
+        if (n <= 0) {
+            break;
+        }
+        used += (size_t)n;
+    }
+    close(fd);
+    return (ssize_t)used;
+}
+
+static void put_field(const char *s, size_t n) {
+    fwrite(s, 1, n, stdout);
+    fputc('\0', stdout);
+}
+
+static int ps(void) {
+    static char buf[65536];
+    char path[64], num[32];
+    pid_t self = getpid();
+    DIR *dir = opendir("/proc");
+    if (!dir) {
+        perror("holder ps: /proc");
+        return 1;
+    }
+    struct dirent *ent;
+    while ((ent = readdir(dir)) != NULL) {
+        char *end;
+        long pid = strtol(ent->d_name, &end, 10);
+        if (*end != '\0' || pid <= 1 || pid == self) {
+            continue;
+        }
+        /* stat: "pid (comm) state ppid ..."; comm may hold spaces and parens, so take the last ')'. */
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        ssize_t n = slurp(path, buf, sizeof buf - 1);
+        if (n <= 0) {
+            continue; /* gone meanwhile */
+        }
+        buf[n] = '\0';
+        char *open_paren = strchr(buf, '(');
+        char *close_paren = strrchr(buf, ')');
+        if (!open_paren || !close_paren || close_paren < open_paren) {
+            continue;
+        }
+        char state = 0;
+        long ppid = 0;
+        if (sscanf(close_paren + 1, " %c %ld", &state, &ppid) != 2 || state == 'Z') {
+            continue; /* a zombie is already dead: the holder reaps it */
+        }
+        char name[256];
+        size_t name_len = (size_t)(close_paren - open_paren - 1);
+        if (name_len >= sizeof name) {
+            name_len = sizeof name - 1;
+        }
+        memcpy(name, open_paren + 1, name_len);
+
+        snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+        n = slurp(path, buf, sizeof buf);
+        if (n < 0) {
+            continue;
+        }
+        int argc = 0;
+        for (ssize_t i = 0; i < n; i++) {
+            argc += buf[i] == '\0';
+        }
+        if (n > 0 && buf[n - 1] != '\0') {
+            argc++; /* cut at our buffer's end */
+        }
+        int len = snprintf(num, sizeof num, "%ld", pid);
+        put_field(num, (size_t)len);
+        len = snprintf(num, sizeof num, "%ld", ppid);
+        put_field(num, (size_t)len);
+        put_field(name, name_len);
+        len = snprintf(num, sizeof num, "%d", argc);
+        put_field(num, (size_t)len);
+        size_t start = 0;
+        for (ssize_t i = 0; i < n; i++) {
+            if (buf[i] == '\0') {
+                put_field(buf + start, (size_t)i - start);
+                start = (size_t)i + 1;
+            }
+        }
+        if (start < (size_t)n) {
+            put_field(buf + start, (size_t)n - start);
+        }
+    }
+    closedir(dir);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
+static int alive(pid_t pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    ssize_t n = slurp(path, buf, sizeof buf - 1);
+    if (n <= 0) {
+        return 0;
+    }
+    buf[n] = '\0';
+    char *close_paren = strrchr(buf, ')');
+    return close_paren && close_paren[1] == ' ' && close_paren[2] != 'Z';
+}
+
+static int kill_pids(int argc, char **argv) {
+    if (argc < 1) {
+        fprintf(stderr, "holder kill: usage: holder kill GRACE_MS PID...\n");
+        return 2;
+    }
+    long grace_ms = strtol(argv[0], NULL, 10);
+    for (int i = 1; i < argc; i++) {
+        pid_t pid = (pid_t)strtol(argv[i], NULL, 10);
+        if (pid > 1) {
+            kill(pid, SIGTERM);
+        }
+    }
+    struct timespec step = {0, 20 * 1000 * 1000};
+    for (long waited = 0; waited < grace_ms; waited += 20) {
+        int any = 0;
+        for (int i = 1; i < argc; i++) {
+            pid_t pid = (pid_t)strtol(argv[i], NULL, 10);
+            any |= pid > 1 && alive(pid);
+        }
+        if (!any) {
+            return 0;
+        }
+        nanosleep(&step, NULL);
+    }
+    for (int i = 1; i < argc; i++) {
+        pid_t pid = (pid_t)strtol(argv[i], NULL, 10);
+        if (pid > 1) {
+            kill(pid, SIGKILL);
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        return hold();
+    }
+    if (strcmp(argv[1], "run") == 0) {
+        return run(argc - 2, argv + 2);
+    }
+    if (strcmp(argv[1], "ps") == 0) {
+        return ps();
+    }
+    if (strcmp(argv[1], "kill") == 0) {
+        return kill_pids(argc - 2, argv + 2);
+    }
+    fprintf(stderr, "holder: unknown command %s\n", argv[1]);
+    return 2;
+}
