@@ -1,0 +1,40 @@
+# The runner image: acp-journeys installed, with the static helpers (holder, relay) that it copies
+# into every agent container. It is also a general-runtime agent image (python3), for run.sh.
+#
+# Public build:   docker build .             (the base image and PyPI are reached as usual)
+# With no registry: scripts/build-runner-image.sh builds from a context folder that holds
+# wheels/ (downloaded on the host) and passes a locally built base as BASE_IMAGE.
+ARG BASE_IMAGE=python:3.12-slim
+
+FROM ${BASE_IMAGE} AS helpers
+# A debootstrap base has no compiler: take gcc and the static libc from Debian's packages then.
+RUN if ! printf 'int main(void){return 0;}\n' | gcc -static -x c -o /tmp/probe - 2>/dev/null; then \
+        apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
+        && rm -rf /var/lib/apt/lists/*; \
+    fi
+COPY src/acp_journeys/launch/helpers/ /helpers-src/
+RUN mkdir -p /helpers \
+    && for name in holder relay; do \
+        gcc -static -O2 -Wall -Wextra -o /helpers/$name /helpers-src/$name.c && strip /helpers/$name; \
+    done
+
+FROM ${BASE_IMAGE}
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1 PIP_BREAK_SYSTEM_PACKAGES=1 \
+    ACP_JOURNEYS_HELPERS=/opt/acp-journeys/helpers ACP_JOURNEYS_IN_CONTAINER=1
+COPY . /tmp/ctx
+# With wheels/ in the context: install from it alone (no registry), bootstrapping pip from its
+# own wheel when the base has none. Without it: an ordinary install from the index.
+RUN set -e; cd /tmp/ctx; \
+    if ls wheels/*.whl >/dev/null 2>&1; then \
+        if python3 -m pip --version >/dev/null 2>&1; then pip="python3 -m pip"; \
+        else pip="python3 $(ls wheels/pip-*.whl | head -n1)/pip"; fi; \
+        $pip install --no-index --find-links wheels acp-journeys; \
+    else \
+        python3 -m pip install .; \
+    fi; \
+    mkdir -p /app && cp entrypoint.py /app/entrypoint.py; \
+    cd / && rm -rf /tmp/ctx
+COPY --from=helpers /helpers/ /opt/acp-journeys/helpers/
+WORKDIR /work
+ENTRYPOINT ["python3", "/app/entrypoint.py"]
