@@ -1,5 +1,7 @@
-"""The runner image's entry point: the acp-journeys command line."""
+#!/usr/bin/env python3
+"""The runner image's entry point: the same main as the `acp-journeys` command."""
 
 from acp_journeys.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":
+    raise SystemExit(main())

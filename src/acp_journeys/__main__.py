@@ -1,0 +1,3 @@
+from acp_journeys.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,213 @@
+"""What the journeys record: facts only, no verdicts.
+
+Rules of this module: pydantic models and nothing else. Times are seconds since the journey
+started. A journey fills these in; `judge.judge_journey` reads them; result.json stores them, so
+`verify` can judge the same facts again. Anything the judge decides on must be here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RESULT_SCHEMA = "acp-journeys/result/1"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Leftover(_Model):
+    pid: int
+    command: str
+
+
+class ProtocolWarning(_Model):
+    at: float
+    process: int
+    kind: Literal["schema", "not-json", "too-long", "not-jsonrpc", "unknown-response", "stderr"]
+    message: str
+
+
+class ProcessEvidence(_Model):
+    index: int
+    argv: list[str]
+    pid: int | None = None
+    started_at: float
+    start_error: str | None = None
+    initialize_sent_at: float | None = None
+    initialize_answered_at: float | None = None
+    initialize_raw: str | None = None
+    """The raw line of the answer to initialize: the judge reads protocolVersion's own token."""
+    initialize_timed_out: bool = False
+    agent_capabilities: dict[str, Any] | None = None
+    stdin_closed_at: float | None = None
+    turn_running_at_close: bool = False
+    exited_at: float | None = None
+    exit_code: int | None = None
+    exited_before_stdin_close: bool = False
+    killed_after: float | None = None
+    """Set when the agent had not ended this many seconds after stdin closed and was killed."""
+    leftovers: list[Leftover] = Field(default_factory=list)
+    stderr_tail: str = ""
+    stderr_bytes: int = 0
+
+
+class RequestEvidence(_Model):
+    """A request of ours other than session/prompt: session/new, session/load, set_mode..."""
+
+    method: str
+    process: int
+    params: dict[str, Any] = Field(default_factory=dict)
+    sent_at: float
+    answered_at: float | None = None
+    result: Any = None
+    error: dict[str, Any] | None = None
+    timed_out: bool = False
+    agent_exited: bool = False
+    replayed_updates: dict[str, int] = Field(default_factory=dict)
+    """session/load: updates that came before its answer (the replayed history)."""
+
+
+class ToolCallEvidence(_Model):
+    tool_call_id: str
+    at: float
+    title: str | None = None
+    kind: str | None = None
+    status: str | None = None
+    raw_input: Any = None
+
+
+class PermissionEvidence(_Model):
+    at: float
+    request_id: Any
+    tool_call: dict[str, Any]
+    options: list[dict[str, Any]]
+    decision: Literal["allow", "refuse", "cancelled"]
+    reason: str
+    answer: dict[str, Any]
+
+
+class McpCallEvidence(_Model):
+    at: float
+    tool: str
+    arguments: dict[str, Any]
+    result: Any = None
+    is_error: bool = False
+    connection: int = 1
+
+
+class AgentRequestEvidence(_Model):
+    """A request from the agent that we refused (fs/*, terminal/*, unknown methods)."""
+
+    at: float
+    method: str
+    error_code: int
+
+
+class TurnEvidence(_Model):
+    name: str
+    process: int
+    session_id: str | None = None
+    mode: Literal["default", "plan", "regular"] = "default"
+    prompt_text: str
+    has_image: bool = False
+    sent_at: float
+    answered_at: float | None = None
+    stop_reason: Any = None
+    error: dict[str, Any] | None = None
+    timed_out: bool = False
+    agent_exited: bool = False
+    reply_text: str = ""
+    """The text of this turn's agent_message_chunk updates, joined (capped, see reply_length)."""
+    reply_length: int = 0
+    thought_text: str = ""
+    update_counts: dict[str, int] = Field(default_factory=dict)
+    late_updates: dict[str, int] = Field(default_factory=dict)
+    """Updates that came after the answer to session/prompt: recorded, never part of the reply."""
+    tool_calls: list[ToolCallEvidence] = Field(default_factory=list)
+    permissions: list[PermissionEvidence] = Field(default_factory=list)
+    agent_requests: list[AgentRequestEvidence] = Field(default_factory=list)
+    mcp_calls: list[McpCallEvidence] = Field(default_factory=list)
+    cancel_sent_at: float | None = None
+    cancel_trigger: Literal["tool_call", "permission", "process", "bound"] | None = None
+    command_seen_at: float | None = None
+    sleep_left: list[Leftover] = Field(default_factory=list)
+    workspace_before: dict[str, str] | None = None
+    workspace_after: dict[str, str] | None = None
+    target_file: str | None = None
+    target_file_exists: bool | None = None
+
+
+class PlanSwitchEvidence(_Model):
+    """How Rondar's rule found Plan mode in the session/new answer (or did not)."""
+
+    how: Literal["mode", "config-option"] | None = None
+    plan_value: str | None = None
+    config_id: str | None = None
+    initial_value: str | None = None
+    offered_modes: list[str] = Field(default_factory=list)
+    offered_config_values: list[str] = Field(default_factory=list)
+
+
+class JourneyEvidence(_Model):
+    journey: str
+    markers: dict[str, str] = Field(default_factory=dict)
+    processes: list[ProcessEvidence] = Field(default_factory=list)
+    requests: list[RequestEvidence] = Field(default_factory=list)
+    turns: list[TurnEvidence] = Field(default_factory=list)
+    plan_switch: PlanSwitchEvidence | None = None
+    mcp_calls_outside_turns: list[McpCallEvidence] = Field(default_factory=list)
+    protocol_warnings: list[ProtocolWarning] = Field(default_factory=list)
+    stopped_early: str | None = None
+    """Why the journey's script stopped before its end (the agent exited, a bound ran out...)."""
+    interrupted: bool = False
+    """The run was stopped (Ctrl-C, SIGTERM) before this journey ended."""
+    runner_error: str | None = None
+
+
+class Frame(_Model):
+    at: float
+    process: int
+    direction: Literal["to-agent", "from-agent", "stderr", "note"]
+    text: str
+
+
+class Failure(_Model):
+    id: str
+    message: str
+    doc: str
+    detail: str = ""
+
+
+class JourneyResult(_Model):
+    id: str
+    title: str
+    doc: str
+    verdict: Literal["pass", "fail", "error"]
+    failures: list[Failure] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    duration_s: float = 0.0
+    evidence: JourneyEvidence
+    transcript: list[Frame] | None = None
+
+
+class RunResult(_Model):
+    schema_: Literal["acp-journeys/result/1"] = Field(RESULT_SCHEMA, alias="schema")
+    tool_version: str
+    agent_command: list[str]
+    launch: dict[str, Any] = Field(default_factory=dict)
+    subject: dict[str, str] = Field(default_factory=dict)
+    """What was tested, for release gates: {"sha": ..., "image": ...} where known."""
+    started_at: str
+    ended_at: str | None = None
+    partial: bool = False
+    strict: bool = False
+    docs_url: str
+    machine: dict[str, Any] = Field(default_factory=dict)
+    timeout_scale: float = 1.0
+    journeys: list[JourneyResult] = Field(default_factory=list)
+    verdict: Literal["pass", "fail"] = "fail"
+    passed: int = 0
+    failed: int = 0

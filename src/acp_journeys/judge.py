@@ -1,0 +1,409 @@
+"""The judge: evidence in, verdict and failures out.
+
+Rules of this module: a pure function of `JourneyEvidence` (plus the --strict flag and the docs
+URL). It never touches a process, a file or a clock. `run` calls it at the end of each journey and
+`verify` calls it on the evidence stored in result.json, so a hand-edited verdict changes nothing.
+Each check reports only what its evidence shows: a journey that stopped early is failed by the
+cause that stopped it, not by a pile of checks that never ran.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Literal
+
+from acp_journeys import catalog, prompts
+from acp_journeys.evidence import (
+    Failure,
+    JourneyEvidence,
+    JourneyResult,
+    McpCallEvidence,
+    ProcessEvidence,
+    RunResult,
+    TurnEvidence,
+)
+
+EXIT_BOUND_S = 10.0
+"""Rondar: the agent ends by itself in 10 seconds after its input closes."""
+CANCEL_BOUND_S = 30.0
+"""Rondar: the stop reason `cancelled` in 30 seconds or less after session/cancel."""
+
+Verdict = Literal["pass", "fail", "error"]
+
+
+@dataclass
+class Judgement:
+    verdict: Verdict
+    failures: list[Failure] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def failure_ids(self) -> list[str]:
+        return [f.id for f in self.failures]
+
+
+class _Findings:
+    """Collects failures for one journey, each id once (details joined)."""
+
+    def __init__(self, journey_id: str, docs_url: str) -> None:
+        self.journey_id = journey_id
+        self.docs_url = docs_url
+        self.items: dict[str, Failure] = {}
+
+    def add(self, failure_id: str, detail: str) -> None:
+        if failure_id in self.items:
+            old = self.items[failure_id]
+            if detail and detail not in old.detail:
+                old.detail = f"{old.detail}; {detail}" if old.detail else detail
+            return
+        kind = catalog.FAILURES[failure_id]
+        anchor = catalog.anchor_for(failure_id, self.journey_id)
+        self.items[failure_id] = Failure(
+            id=failure_id, message=kind.message, doc=catalog.doc_link(anchor, self.docs_url), detail=detail
+        )
+
+
+class _Float(str):
+    """A JSON number token with a fraction or exponent, kept apart from integers."""
+
+
+def read_protocol_version(raw: str) -> tuple[bool, str]:
+    """Whether the raw initialize answer has protocolVersion 1 as a JSON integer, and what it had."""
+    try:
+        message = json.loads(raw, parse_float=_Float)
+    except ValueError as exc:
+        return False, f"the answer is not JSON ({exc})"
+    if not isinstance(message, dict):
+        return False, "the answer is not a JSON object"
+    if "error" in message:
+        return False, f"initialize answered with an error: {_short(message['error'])}"
+    result = message.get("result")
+    if not isinstance(result, dict) or "protocolVersion" not in result:
+        return False, "the answer has no result.protocolVersion"
+    version = result["protocolVersion"]
+    if isinstance(version, _Float):
+        return False, f"protocolVersion is {version}, a number with a fraction; send the integer 1"
+    if isinstance(version, str):
+        return False, f"protocolVersion is the string {json.dumps(version)}; send the number 1"
+    if type(version) is not int:
+        return False, f"protocolVersion is {json.dumps(version)}; send the number 1"
+    if version != 1:
+        return False, f"protocolVersion is {version}; this check speaks ACP v1"
+    return True, "1"
+
+
+def judge_journey(evidence: JourneyEvidence, *, strict: bool = False,
+                  docs_url: str = catalog.DEFAULT_DOCS_URL) -> Judgement:
+    findings = _Findings(evidence.journey, docs_url)
+    warnings: list[str] = []
+    if evidence.runner_error:
+        findings.add("runner-error", evidence.runner_error)
+        return Judgement("error", list(findings.items.values()), warnings)
+    if evidence.interrupted:
+        findings.add("interrupted", evidence.stopped_early or "")
+        return Judgement("error", list(findings.items.values()), warnings)
+
+    for process in evidence.processes:
+        _check_process(process, findings)
+    for request in evidence.requests:
+        _check_request(request, findings)
+    _JOURNEY_CHECKS[evidence.journey](evidence, findings)
+
+    for warning in evidence.protocol_warnings:
+        text = f"process {warning.process + 1} at {warning.at:.1f}s: {warning.kind}: {warning.message}"
+        warnings.append(text)
+        if strict and warning.kind == "schema":
+            findings.add("schema-violation", warning.message)
+        elif strict and warning.kind in ("not-json", "too-long", "not-jsonrpc"):
+            findings.add("stdout-not-protocol", warning.message)
+    for turn in evidence.turns:
+        if turn.late_updates:
+            warnings.append(f"turn {turn.name}: updates after the answer to session/prompt: "
+                            + ", ".join(f"{k} x{v}" for k, v in sorted(turn.late_updates.items())))
+        for req in turn.agent_requests:
+            warnings.append(f"turn {turn.name}: refused the agent's request {req.method} "
+                            f"(error {req.error_code}; no client capability was advertised)")
+
+    # A journey that stopped early always fails, even if no check above names the cause.
+    if evidence.stopped_early and not findings.items:
+        findings.add("timeout", evidence.stopped_early)
+    verdict: Verdict = "fail" if findings.items else "pass"
+    return Judgement(verdict, list(findings.items.values()), warnings)
+
+
+def judge_result(result: RunResult) -> RunResult:
+    """The same run with every journey's verdict and failures computed again from its evidence."""
+    journeys = []
+    for journey in result.journeys:
+        judgement = judge_journey(journey.evidence, strict=result.strict, docs_url=result.docs_url)
+        journeys.append(journey.model_copy(update={
+            "verdict": judgement.verdict, "failures": judgement.failures, "warnings": judgement.warnings,
+        }))
+    passed = sum(1 for j in journeys if j.verdict == "pass")
+    verdict = "pass" if journeys and passed == len(journeys) and not result.partial else "fail"
+    return result.model_copy(update={
+        "journeys": journeys, "passed": passed, "failed": len(journeys) - passed, "verdict": verdict,
+    })
+
+
+# --- the checks on every agent process (#step-2) -------------------------------------------
+
+def _check_process(p: ProcessEvidence, f: _Findings) -> None:
+    label = f"process {p.index + 1}"
+    if p.start_error:
+        f.add("agent-exited", f"{label} could not start: {p.start_error}")
+        return
+    if p.initialize_raw is not None:
+        ok, what = read_protocol_version(p.initialize_raw)
+        if not ok:
+            f.add("initialize-protocol-version", f"{label}: {what}")
+    elif p.initialize_sent_at is not None:
+        if p.initialize_timed_out:
+            f.add("initialize-protocol-version", f"{label}: no answer to initialize within the bound")
+        else:
+            f.add("initialize-protocol-version",
+                  f"{label} ended before it answered initialize (exit code {p.exit_code})")
+    if p.exited_before_stdin_close and p.exited_at is not None:
+        f.add("agent-exited", f"{label} exited with code {p.exit_code} at {p.exited_at:.1f}s, "
+                              "before its input was closed")
+    elif p.stdin_closed_at is not None:
+        during = " (a turn was running)" if p.turn_running_at_close else ""
+        if p.killed_after is not None:
+            f.add("no-exit-after-stdin-close",
+                  f"{label} was still running {p.killed_after:.0f}s after its input closed{during}; killed")
+        elif p.exited_at is not None and p.exited_at - p.stdin_closed_at > EXIT_BOUND_S:
+            f.add("no-exit-after-stdin-close",
+                  f"{label} ended {p.exited_at - p.stdin_closed_at:.1f}s after its input closed{during}")
+    if p.leftovers:
+        listed = ", ".join(f"pid {x.pid} `{_clip(x.command, 80)}`" for x in p.leftovers[:5])
+        more = f" and {len(p.leftovers) - 5} more" if len(p.leftovers) > 5 else ""
+        f.add("process-left", f"{label} left {listed}{more}")
+
+
+def _check_request(r, f: _Findings) -> None:
+    if r.method == "session/new":
+        if r.error is not None:
+            f.add("session-new-error", f"error {_short(r.error)}")
+        elif r.timed_out:
+            f.add("timeout", "session/new got no answer within the bound")
+    elif r.method == "session/load":
+        if r.error is not None:
+            f.add("session-load-error", f"error {_short(r.error)}")
+        elif r.timed_out:
+            f.add("timeout", "session/load got no answer within the bound")
+    elif r.method in ("session/set_mode", "session/set_config_option"):
+        if r.error is not None:
+            f.add("set-mode-error", f"{r.method} {_short(r.params)} answered error {_short(r.error)}")
+        elif r.timed_out:
+            f.add("timeout", f"{r.method} got no answer within the bound")
+
+
+# --- the turns --------------------------------------------------------------------------------
+
+def _turn(e: JourneyEvidence, name: str) -> TurnEvidence | None:
+    return next((t for t in e.turns if t.name == name), None)
+
+
+def _turn_ended(t: TurnEvidence, f: _Findings, expected: str = "end_turn") -> bool:
+    """Checks how a turn ended; True when it ended in a way whose reply can be judged."""
+    if t.agent_exited:
+        return False  # the process check reports agent-exited
+    if t.timed_out:
+        f.add("timeout", f"turn {t.name}: session/prompt got no answer within the bound")
+        return False
+    if t.error is not None:
+        f.add("prompt-error", f"turn {t.name}: {_short(t.error)}")
+        return False
+    if t.stop_reason != expected:
+        f.add("stop-reason", f"turn {t.name}: stopReason {json.dumps(t.stop_reason)}, expected {expected}")
+    return True
+
+
+def _reply_holds(t: TurnEvidence, needle: str, failure_id: str, f: _Findings, *, ignore_case: bool = False,
+                 what: str = "") -> None:
+    haystack = t.reply_text.lower() if ignore_case else t.reply_text
+    if (needle.lower() if ignore_case else needle) in haystack:
+        return
+    if t.update_counts.get("agent_message_chunk", 0) == 0:
+        where = " (it came in agent_thought_chunk)" if needle in t.thought_text else ""
+        f.add("reply-not-in-chunks", f"turn {t.name}: no agent_message_chunk text{where}")
+        return
+    f.add(failure_id, f"turn {t.name}: the reply {_quote(t.reply_text)} does not hold {what or needle}")
+
+
+def _check_turn_to_end(e: JourneyEvidence, f: _Findings) -> None:
+    t = _turn(e, "reply")
+    if t and _turn_ended(t, f):
+        _reply_holds(t, e.markers["reply"], "reply-missing-marker", f)
+
+
+def _check_same_session(e: JourneyEvidence, f: _Findings) -> None:
+    first, ask = _turn(e, "remember"), _turn(e, "ask")
+    if first:
+        _turn_ended(first, f)
+    if ask and _turn_ended(ask, f):
+        _reply_holds(ask, e.markers["word"], "reply-missing-word", f)
+
+
+def _check_after_restart(e: JourneyEvidence, f: _Findings) -> None:
+    first = _turn(e, "remember")
+    if first:
+        _turn_ended(first, f)
+    if len(e.processes) >= 2:
+        caps = e.processes[1].agent_capabilities
+        if caps is not None and caps.get("loadSession") is not True:
+            f.add("no-load-session", f"process 2: agentCapabilities.loadSession is "
+                                     f"{json.dumps(caps.get('loadSession'))}")
+    ask = _turn(e, "ask")
+    if ask and _turn_ended(ask, f):
+        _reply_holds(ask, e.markers["word"], "reply-missing-word", f)
+
+
+def _check_image_and_file(e: JourneyEvidence, f: _Findings) -> None:
+    if e.processes:
+        caps = e.processes[0].agent_capabilities
+        if caps is not None:
+            image = (caps.get("promptCapabilities") or {}).get("image")
+            if image is not True:
+                f.add("no-image-capability", f"promptCapabilities.image is {json.dumps(image)}")
+    t = _turn(e, "image")
+    if t and _turn_ended(t, f):
+        _reply_holds(t, e.markers["file"], "reply-missing-word", f, what=f"the word of the file {e.markers['file']}")
+        if "reply-not-in-chunks" not in f.items:
+            _reply_holds(t, "red", "reply-missing-red", f, ignore_case=True, what='"red"')
+
+
+def _check_stop(e: JourneyEvidence, f: _Findings) -> None:
+    t = _turn(e, "sleep")
+    if t is None or t.agent_exited:
+        return
+    if t.cancel_sent_at is None:
+        if t.timed_out:
+            f.add("timeout", "turn sleep: no answer within the bound")
+        elif t.error is not None:
+            f.add("prompt-error", f"turn sleep: {_short(t.error)}")
+        else:
+            f.add("sleep-never-started", f"the turn ended with {json.dumps(t.stop_reason)} before the "
+                                         "command ran")
+        return
+    if t.cancel_trigger == "bound":
+        f.add("sleep-never-started", "cancelled at the turn's bound")
+    stop_at = t.answered_at if t.answered_at is not None else float("inf")
+    shown = [c for c in t.tool_calls if c.at <= stop_at] or [p for p in t.permissions if p.at <= stop_at]
+    if not shown:
+        f.add("no-tool-call-before-cancel", "no tool_call update and no permission request in the turn")
+    if t.answered_at is None or t.answered_at - t.cancel_sent_at > CANCEL_BOUND_S:
+        took = "no answer" if t.answered_at is None else f"{t.answered_at - t.cancel_sent_at:.1f}s"
+        f.add("cancel-too-slow", f"session/cancel at {t.cancel_sent_at:.1f}s; the turn's answer: {took}")
+    elif t.error is not None:
+        f.add("prompt-error", f"turn sleep: {_short(t.error)}")
+    elif t.stop_reason != "cancelled":
+        f.add("stop-reason", f"after session/cancel the stopReason was {json.dumps(t.stop_reason)}, "
+                             "expected cancelled")
+    if t.sleep_left:
+        f.add("sleep-left", ", ".join(f"pid {x.pid} `{_clip(x.command, 60)}`" for x in t.sleep_left))
+
+
+def _plan_id(call: McpCallEvidence) -> str | None:
+    result = call.result
+    if isinstance(result, dict) and isinstance(result.get("id"), str):
+        return result["id"]
+    return None
+
+
+def _check_plan_turn(t: TurnEvidence, title: str, input_word: str, f: _Findings, *, full: bool) -> None:
+    """full: Rondar's #step-8 (get_plan and the id in the reply); else #step-9 (the plan is saved)."""
+    if not _turn_ended(t, f):
+        return
+    creates = [c for c in t.mcp_calls if c.tool == "create_plan"]
+    good = [c for c in creates if not c.is_error and c.arguments.get("title") == title
+            and (not full or input_word in str(c.arguments.get("description", "")))]
+    if not good:
+        seen = "; ".join(f"{c.tool}({_short(c.arguments)})" for c in t.mcp_calls) or "no call of the rondar server"
+        f.add("create-plan-not-called", f"turn {t.name}: expected title {json.dumps(title)}"
+                                        f"{' and the cat output ' + input_word if full else ''}; seen: {seen}")
+        return
+    plan_id = _plan_id(good[-1])
+    if not full or plan_id is None:
+        return
+    gets = [c for c in t.mcp_calls if c.tool == "get_plan"
+            and any(v == plan_id for v in c.arguments.values())]
+    if not gets:
+        f.add("get-plan-not-called", f"turn {t.name}: no get_plan with {plan_id}")
+    _reply_holds(t, plan_id, "reply-missing-plan-id", f, what=f"the plan ID {plan_id}")
+
+
+def _check_plan_mode_found(e: JourneyEvidence, f: _Findings) -> bool:
+    switch = e.plan_switch
+    if switch is None:
+        return False  # session/new never answered; reported elsewhere
+    if switch.how is None:
+        offered = ", ".join(switch.offered_modes + switch.offered_config_values) or "nothing"
+        f.add("no-plan-mode", f"session/new offered: {offered}")
+        return False
+    return True
+
+
+def _check_plan_saved(e: JourneyEvidence, f: _Findings) -> None:
+    if not _check_plan_mode_found(e, f):
+        return
+    t = _turn(e, "plan")
+    if t is None:
+        return
+    _check_plan_turn(t, prompts.PLAN_TITLE_SAVED_PLAN, e.markers["input"], f, full=True)
+    if t.workspace_before is not None and t.workspace_after is not None:
+        changes = _workspace_changes(t.workspace_before, t.workspace_after)
+        if changes:
+            f.add("plan-changed-workspace", ", ".join(changes[:10]))
+
+
+def _check_plan_regular_plan(e: JourneyEvidence, f: _Findings) -> None:
+    if not _check_plan_mode_found(e, f):
+        return
+    for name in ("plan", "plan-again"):
+        t = _turn(e, name)
+        if t is not None:
+            _check_plan_turn(t, prompts.PLAN_TITLE_PLAN_REGULAR_PLAN, e.markers["input"], f, full=False)
+    regular = _turn(e, "regular")
+    if regular is not None and _turn_ended(regular, f) and regular.target_file_exists is not True:
+        f.add("regular-file-missing", f"{regular.target_file} does not exist after the regular turn")
+
+
+def _workspace_changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    changes = [f"new {p}" for p in sorted(after.keys() - before.keys())]
+    changes += [f"removed {p}" for p in sorted(before.keys() - after.keys())]
+    changes += [f"changed {p}" for p in sorted(before.keys() & after.keys()) if before[p] != after[p]]
+    return changes
+
+
+_JOURNEY_CHECKS = {
+    "turn-to-end": _check_turn_to_end,
+    "follow-up-same-session": _check_same_session,
+    "follow-up-after-restart": _check_after_restart,
+    "image-and-file": _check_image_and_file,
+    "stop-running-turn": _check_stop,
+    "plan-turn-saved-plan": _check_plan_saved,
+    "plan-regular-plan": _check_plan_regular_plan,
+}
+assert set(_JOURNEY_CHECKS) == set(catalog.JOURNEY_IDS)
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    try:
+        text = json.dumps(value, sort_keys=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return _clip(text, limit)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _quote(text: str) -> str:
+    return json.dumps(_clip(text, 120))
+
+
+def failure_ids(results: Iterable[JourneyResult]) -> dict[str, list[str]]:
+    return {r.id: [f.id for f in r.failures] for r in results}

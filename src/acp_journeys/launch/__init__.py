@@ -1,0 +1,1 @@
+"""Where agent processes run: `local` (this machine) or `docker` (one container per journey)."""

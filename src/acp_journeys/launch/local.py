@@ -1,0 +1,235 @@
+"""Agents as local processes: a temp tree per journey and a tracker per agent process.
+
+Rules of this module: the agent sees this machine's file system, so paths are real paths. The
+session-files folder that Rondar names is fixed (/tmp/.rondar-session-files), so a journey that
+writes there holds a lock on it until it ends: two runs at once wait for each other instead of
+overwriting each other's note.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import hashlib
+import os
+import shutil
+import signal
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from acp_journeys import prompts
+from acp_journeys.launch.base import AgentProcess, Launcher, LaunchError, ProcInfo, Sandbox
+from acp_journeys.tracking import _OWN_CHILDREN, Tracker, TrackerFactory
+
+LOCK_WAIT_S = 600.0
+
+
+class LocalAgentProcess(AgentProcess):
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+
+    async def write(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        if self.proc.stdin.is_closing():
+            raise BrokenPipeError("stdin is closed")
+        self.proc.stdin.write(data)
+        await self.proc.stdin.drain()
+
+    async def close_stdin(self) -> None:
+        if self.proc.stdin is not None and not self.proc.stdin.is_closing():
+            self.proc.stdin.close()
+            try:
+                await self.proc.stdin.wait_closed()
+            except (BrokenPipeError, ConnectionError, OSError):
+                pass
+
+    async def read_stdout(self, n: int) -> bytes:
+        assert self.proc.stdout is not None
+        return await self.proc.stdout.read(n)
+
+    async def read_stderr(self, n: int) -> bytes:
+        assert self.proc.stderr is not None
+        return await self.proc.stderr.read(n)
+
+    async def wait(self, timeout: float) -> int | None:
+        try:
+            return await asyncio.wait_for(asyncio.shield(self.proc.wait()), timeout)
+        except asyncio.TimeoutError:
+            return None
+
+    async def kill(self) -> None:
+        if self.proc.returncode is not None:
+            return
+        for sig, grace in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
+            try:
+                self.proc.send_signal(sig)
+            except ProcessLookupError:
+                return
+            if await self.wait(grace) is not None:
+                return
+
+
+class LocalSandbox(Sandbox):
+    def __init__(self, launcher: "LocalLauncher", journey_id: str) -> None:
+        self.launcher = launcher
+        self.journey_id = journey_id
+        self.root = Path(tempfile.mkdtemp(prefix=f"acp-journeys-{journey_id}-")).resolve()
+        self.workspace = str(self.root / "workspace")
+        os.mkdir(self.workspace)
+        self._socket = os.path.join(launcher.socket_dir, f"{uuid.uuid4().hex[:8]}.sock")
+        self._trackers: list[Tracker] = []
+        self._current: Tracker | None = None
+        self._agent_pid: int | None = None
+        self._lock_fd: int | None = None
+        self._written: list[str] = []
+
+    @property
+    def mcp_socket_path(self) -> str:
+        return self._socket
+
+    def mcp_command(self) -> list[str]:
+        from acp_journeys.mcp_server import relay_command
+
+        return relay_command(self._socket)
+
+    async def start_agent(self, argv: list[str]) -> AgentProcess:
+        tracker = self.launcher.trackers.make(self.journey_id)
+        self._trackers.append(tracker)
+        self._current = tracker
+        env = {**os.environ, **self.launcher.env, **tracker.env()}
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, cwd=self.workspace, env=env,
+                preexec_fn=tracker.preexec(),
+                # Its own session: a Ctrl-C in the terminal reaches the runner, which then closes
+                # the agent the way the journeys do, instead of killing it mid-frame.
+                start_new_session=True,
+            )
+        except (OSError, ValueError) as exc:
+            raise LaunchError(f"cannot start {argv[0]!r}: {exc}") from exc
+        _OWN_CHILDREN.add(proc.pid)
+        self._agent_pid = proc.pid
+        return LocalAgentProcess(proc)
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        if path.startswith(prompts.SESSION_FILES_DIR + "/"):
+            await self._lock_session_files()
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.parent == Path(prompts.SESSION_FILES_DIR):
+            os.chmod(target.parent, 0o1777)  # shared like /tmp: another user's run may use it too
+        target.write_bytes(data)
+        self._written.append(path)
+
+    async def file_exists(self, path: str) -> bool:
+        return os.path.lexists(path)
+
+    async def snapshot(self, folder: str) -> dict[str, str]:
+        return await asyncio.to_thread(snapshot_tree, folder)
+
+    async def agent_processes(self) -> list[ProcInfo]:
+        if self._current is None:
+            return []
+        return await asyncio.to_thread(self._current.processes)
+
+    async def collect_leftovers(self) -> list[ProcInfo]:
+        tracker = self._current
+        if tracker is None:
+            return []
+        found = [p for p in await asyncio.to_thread(tracker.processes) if p.pid != self._agent_pid]
+        await asyncio.to_thread(tracker.kill_all)
+        return found
+
+    async def close(self) -> None:
+        for tracker in self._trackers:
+            await asyncio.to_thread(tracker.close)
+        for path in self._written:
+            if not path.startswith(str(self.root)):
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # releases the flock
+            self._lock_fd = None
+        shutil.rmtree(self.root, ignore_errors=True)
+        try:
+            os.unlink(self._socket)
+        except OSError:
+            pass
+
+    async def _lock_session_files(self) -> None:
+        if self._lock_fd is not None:
+            return
+        os.makedirs(prompts.SESSION_FILES_DIR, exist_ok=True)
+        fd = os.open(os.path.join(prompts.SESSION_FILES_DIR, ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    os.close(fd)
+                    raise TimeoutError(f"{prompts.SESSION_FILES_DIR} stayed locked by another run")
+                await asyncio.sleep(0.2)
+        self._lock_fd = fd
+
+
+class LocalLauncher(Launcher):
+    kind = "local"
+
+    def __init__(self, run_id: str, env: dict[str, str] | None = None, tracking: str | None = None) -> None:
+        self.run_id = run_id
+        self.env = dict(env or {})
+        # Unix socket paths must stay short (about 100 bytes): a short folder under /tmp.
+        self.socket_dir = tempfile.mkdtemp(prefix="acpj-", dir="/tmp")
+        self.trackers = TrackerFactory(run_id, prefer=tracking)
+        self._sandboxes: list[LocalSandbox] = []
+
+    async def check(self, argv: list[str]) -> None:
+        if not argv:
+            raise LaunchError("no agent command: give it after --")
+        program = argv[0]
+        if os.sep in program:
+            if not (os.path.isfile(program) and os.access(program, os.X_OK)):
+                raise LaunchError(f"agent command not found or not executable: {program}")
+        elif shutil.which(program, path={**os.environ, **self.env}.get("PATH")) is None:
+            raise LaunchError(f"agent command not found on PATH: {program}")
+
+    async def open_sandbox(self, journey_id: str) -> Sandbox:
+        sandbox = LocalSandbox(self, journey_id)
+        self._sandboxes.append(sandbox)
+        return sandbox
+
+    async def close(self) -> None:
+        for sandbox in self._sandboxes:
+            await sandbox.close()
+        self._sandboxes.clear()
+        await asyncio.to_thread(self.trackers.close)
+        shutil.rmtree(self.socket_dir, ignore_errors=True)
+
+    def describe(self) -> dict[str, object]:
+        return {"kind": self.kind, "tracking": self.trackers.method}
+
+
+def snapshot_tree(folder: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    root = Path(folder)
+    for path in sorted(root.rglob("*")):
+        rel = str(path.relative_to(root))
+        if path.is_symlink():
+            out[rel] = "link:" + os.readlink(path)
+        elif path.is_file():
+            digest = hashlib.sha256()
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+            out[rel] = digest.hexdigest()
+        elif path.is_dir():
+            out[rel + "/"] = "dir"
+    return out

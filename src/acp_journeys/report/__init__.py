@@ -1,0 +1,1 @@
+"""What users read: the console table, result.json, JUnit and the GitHub summary."""

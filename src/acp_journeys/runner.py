@@ -1,0 +1,157 @@
+"""One run: the chosen journeys against one agent command, at most N at once.
+
+Rules of this module: it wires the parts (launcher, MCP hub, journey scripts, judge) and owns the
+run's lifetime. Whatever happens inside a journey, the journey ends with its agent processes
+closed, its leftovers killed and its sandbox removed, also when the run is cancelled (Ctrl-C or
+SIGTERM): then the journeys still running are marked interrupted and the result is partial.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import platform
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+
+from acp_journeys import __version__, catalog
+from acp_journeys.evidence import JourneyResult, RunResult
+from acp_journeys.journeys import SCRIPTS
+from acp_journeys.journeys.driver import Bounds, JourneyContext
+from acp_journeys.judge import judge_journey, judge_result
+from acp_journeys.launch.base import Launcher
+from acp_journeys.report.console import Progress
+
+
+@dataclass
+class RunConfig:
+    argv: list[str]
+    journeys: list[str] = field(default_factory=lambda: list(catalog.JOURNEY_IDS))
+    parallel: int | None = None
+    bounds: Bounds = field(default_factory=Bounds)
+    strict: bool = False
+    transcripts: bool = False
+    docs_url: str = catalog.DEFAULT_DOCS_URL
+    subject: dict[str, str] = field(default_factory=dict)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def journey_bound(bounds: Bounds) -> float:
+    """A safety net over a whole journey: every step inside has its own, smaller bound."""
+    return (bounds.initialize() * 2 + bounds.request() * 6 + bounds.turn() * 3
+            + bounds.cancel_s + bounds.exit_s * 4 + 60)
+
+
+class Run:
+    def __init__(self, config: RunConfig, launcher: Launcher, progress: Progress) -> None:
+        self.config = config
+        self.launcher = launcher
+        self.progress = progress
+        self.result = RunResult(
+            tool_version=__version__, agent_command=list(config.argv), started_at=_now(),
+            strict=config.strict, docs_url=config.docs_url, timeout_scale=config.bounds.scale,
+            subject=dict(config.subject), machine=_machine(),
+        )
+        self.hub = None
+        self._socket_dir = tempfile.mkdtemp(prefix="acpj-hub-", dir="/tmp")
+
+    async def execute(self) -> RunResult:
+        """Runs every journey; on cancellation, returns the partial result instead of raising."""
+        from acp_journeys.mcp_server import RondarMcpHub
+
+        self.hub = RondarMcpHub(self._socket_dir)
+        limit = asyncio.Semaphore(self.config.parallel or len(self.config.journeys) or 1)
+        tasks = [asyncio.create_task(self._guarded(jid, limit)) for jid in self.config.journeys]
+        try:
+            await asyncio.gather(*tasks)
+            interrupted = False
+        except asyncio.CancelledError:
+            interrupted = True
+            await asyncio.wait(tasks)  # each journey cleans up and returns its partial evidence
+        finally:
+            await self.hub.close()
+            await self.launcher.close()
+            try:
+                os.rmdir(self._socket_dir)
+            except OSError:
+                pass
+        results = [t.result() for t in tasks if t.done() and not t.cancelled() and t.exception() is None]
+        order = {jid: i for i, jid in enumerate(self.config.journeys)}
+        self.result.journeys = sorted(results, key=lambda r: order[r.id])
+        self.result.partial = interrupted or len(results) < len(self.config.journeys)
+        self.result.launch = self.launcher.describe()
+        self.result.ended_at = _now()
+        self.result = judge_result(self.result)
+        return self.result
+
+    async def _guarded(self, journey_id: str, limit: asyncio.Semaphore) -> JourneyResult:
+        try:
+            async with limit:
+                return await self._journey(journey_id)
+        except asyncio.CancelledError:
+            # Cancelled while waiting for a slot: it never started.
+            journey = catalog.JOURNEYS_BY_ID[journey_id]
+            from acp_journeys.evidence import JourneyEvidence
+
+            evidence = JourneyEvidence(journey=journey_id, interrupted=True, stopped_early="never started")
+            return self._judged(journey, evidence, None, 0.0)
+
+    async def _journey(self, journey_id: str) -> JourneyResult:
+        journey = catalog.JOURNEYS_BY_ID[journey_id]
+        self.progress.started(journey_id)
+        started = time.monotonic()
+        sandbox = await self.launcher.open_sandbox(journey_id)
+        ctx = JourneyContext(journey_id, sandbox, self.config.argv, self.config.bounds)
+        channel = None
+        try:
+            assert self.hub is not None
+            channel = await self.hub.open_channel(journey_id, ctx.on_mcp_call, socket_path=sandbox.mcp_socket_path)
+            await asyncio.wait_for(SCRIPTS[journey_id](ctx), journey_bound(self.config.bounds))
+        except asyncio.CancelledError:
+            ctx.evidence.interrupted = True
+            ctx.stop_early("the run was stopped")
+        except asyncio.TimeoutError:
+            ctx.stop_early("the journey ran over its overall bound")
+        except Exception as exc:  # our bug, not the agent's: verdict `error`, and the run goes on
+            ctx.evidence.runner_error = f"{type(exc).__name__}: {exc}\n" + traceback.format_exc(limit=8)
+        finally:
+            await self._cleanup(ctx, channel, sandbox)
+        return self._judged(journey, ctx.evidence, ctx.transcript, time.monotonic() - started)
+
+    async def _cleanup(self, ctx: JourneyContext, channel, sandbox) -> None:
+        # Shielded steps: a second Ctrl-C must not leave processes or files behind.
+        for step in (ctx.close_all, channel.close if channel else None, sandbox.close):
+            if step is None:
+                continue
+            try:
+                await asyncio.shield(step())
+            except asyncio.CancelledError:
+                ctx.evidence.interrupted = True
+            except Exception as exc:
+                ctx.evidence.runner_error = ctx.evidence.runner_error or f"cleanup failed: {exc}"
+
+    def _judged(self, journey, evidence, transcript, seconds: float) -> JourneyResult:
+        judgement = judge_journey(evidence, strict=self.config.strict, docs_url=self.config.docs_url)
+        keep = transcript is not None and (self.config.transcripts or judgement.verdict != "pass")
+        result = JourneyResult(
+            id=journey.id, title=journey.title, doc=catalog.doc_link(journey.anchor, self.config.docs_url),
+            verdict=judgement.verdict, failures=judgement.failures, warnings=judgement.warnings,
+            duration_s=round(seconds, 3), evidence=evidence, transcript=transcript if keep else None,
+        )
+        self.progress.finished(result)
+        return result
+
+
+def _machine() -> dict[str, object]:
+    return {
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
+    }
