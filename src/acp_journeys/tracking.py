@@ -166,8 +166,9 @@ class TrackerFactory:
     def close(self) -> None:
         if self.base is None:
             return
-        for child in sorted(self.base.glob("*"), reverse=True):
-            CgroupTracker("cleanup", child, self.version).close()
+        for child in sorted(self.base.iterdir(), reverse=True):
+            if child.is_dir():  # the other entries are the cgroup's own control files
+                CgroupTracker("cleanup", child, self.version).close()
         for path in (self.base, self.base.parent):
             try:
                 path.rmdir()

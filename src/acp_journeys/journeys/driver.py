@@ -183,6 +183,12 @@ class AgentSession:
             self._watch.cancel()
         self.evidence.stderr_tail = self.conn.stderr_text()
         self.evidence.stderr_bytes = self.conn.stderr_bytes
+        # A short grace: a stdio tool server that sees end of file as its agent exits is not a
+        # leftover if it is gone a moment later.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.ctx.bounds.grace_s
+        while loop.time() < deadline and await self.ctx.sandbox.agent_processes():
+            await asyncio.sleep(0.1)
         leftovers = await self.ctx.sandbox.collect_leftovers()
         self.evidence.leftovers = [Leftover(pid=p.pid, command=p.command) for p in leftovers]
 

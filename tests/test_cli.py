@@ -1,0 +1,164 @@
+"""The command line as users meet it: exit codes, messages, verify, list, signals, secrets."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from conftest import ROOT, reference_agent, run_cli, run_journeys
+
+from acp_journeys import catalog
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "acp_journeys", *args], capture_output=True, text=True,
+                          timeout=120, cwd=cwd)
+
+
+def test_unknown_command_is_exit_2_with_a_message(tmp_path):
+    outcome = run_journeys(["no-such-agent-command-xyz"], tmp_path)
+    assert outcome.code == 2
+    assert "not found" in outcome.stderr and "Traceback" not in outcome.stderr
+    assert outcome.result is None
+
+
+def test_no_command_and_unknown_journey_are_exit_2(tmp_path):
+    assert cli("run").returncode == 2
+    bad = cli("run", "--journey", "nope", "--", "true")
+    assert bad.returncode == 2 and "unknown journey nope" in bad.stderr
+    both = cli("run", "--demo", "--", "true")
+    assert both.returncode == 2 and "--demo" in both.stderr
+
+
+def test_list_names_every_journey_and_failure_with_its_anchor():
+    out = cli("list").stdout
+    for journey in catalog.JOURNEYS:
+        assert f"{journey.id}: {journey.title}" in out
+        for failure_id in catalog.JOURNEY_FAILURES[journey.id]:
+            assert failure_id in out
+    assert "#step-7" in out and "#step-2" in out
+
+
+@pytest.mark.parametrize("content,message", [
+    (None, "no such file"),
+    ("{not json", "not JSON"),
+    ("[1, 2]", "top level is not an object"),
+    ('{"schema": "other/9"}', "not a result of this version"),
+    ('{"schema": "acp-journeys/result/1", "journeys": 3}', "not a valid result"),
+])
+def test_verify_rejects_a_bad_file_with_exit_2(tmp_path, content, message):
+    path = tmp_path / "result.json"
+    if content is not None:
+        path.write_text(content)
+    out = cli("verify", str(path))
+    assert out.returncode == 2
+    assert message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_hand_edited_verdict_does_not_change_verify(tmp_path):
+    outcome = run_journeys(reference_agent("wrong-reply"), tmp_path, "--journey", "turn-to-end")
+    assert outcome.code == 1
+    data = json.loads(outcome.path.read_text())
+    data["verdict"] = "pass"
+    data["passed"], data["failed"] = 1, 0
+    data["journeys"][0]["verdict"] = "pass"
+    data["journeys"][0]["failures"] = []
+    outcome.path.write_text(json.dumps(data))
+    out = cli("verify", str(outcome.path))
+    assert out.returncode == 1
+    assert "reply-missing-marker" in out.stdout
+    assert "do not match their evidence" in out.stderr
+
+
+def test_edited_evidence_does_change_verify(tmp_path):
+    outcome = run_journeys(reference_agent(), tmp_path, "--journey", "turn-to-end")
+    data = json.loads(outcome.path.read_text())
+    data["journeys"][0]["evidence"]["turns"][0]["reply_text"] = "nothing"
+    outcome.path.write_text(json.dumps(data))
+    assert cli("verify", str(outcome.path)).returncode == 1
+
+
+def test_parallel_one_gives_the_same_verdict(tmp_path):
+    outcome = run_journeys(reference_agent("cancel-end-turn"), tmp_path, "--parallel", "1")
+    assert outcome.failures() == {"stop-running-turn": ["stop-reason"]}
+
+
+def test_two_runs_at_once_keep_their_own_note(tmp_path):
+    agent = reference_agent()
+    procs = []
+    for n in range(2):
+        out = tmp_path / f"r{n}.json"
+        procs.append((out, subprocess.Popen(
+            [sys.executable, "-m", "acp_journeys", "run", "-q", "--journey", "image-and-file",
+             "-o", str(out), "--", *agent], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={**os.environ, "ACP_REFERENCE_AGENT_STATE": str(tmp_path / f"s{n}")})))
+    for out, proc in procs:
+        proc.communicate(timeout=120)
+        assert proc.returncode == 0
+        assert json.loads(out.read_text())["verdict"] == "pass"
+
+
+def test_secrets_given_with_env_never_reach_any_output(tmp_path):
+    canary = "canary-SECRET-9f8e7d6c5b"
+    # The agent prints its secret to stderr (which result.json keeps a tail of) and still works.
+    agent = ["sh", "-c", f'echo "token=$ACPJ_TOKEN" >&2; exec "$0" "$@"', *reference_agent()]
+    outcome = run_journeys(agent, tmp_path, "--env", f"ACPJ_TOKEN={canary}", "--transcripts")
+    assert outcome.code == 0, outcome.stderr
+    text = outcome.path.read_text()
+    assert "token=***" in text
+    for output in (text, outcome.stdout, outcome.stderr):
+        assert canary not in output
+
+
+def test_sigterm_mid_run_writes_a_partial_result_and_leaves_nothing(tmp_path):
+    out = tmp_path / "result.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "acp_journeys", "run", "-o", str(out), "--", *reference_agent("hang-turn")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "ACP_REFERENCE_AGENT_STATE": str(tmp_path / "s")})
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        kids = psutil.Process(proc.pid).children(recursive=True)
+        if sum("reference_agent" in " ".join(k.cmdline()) for k in kids if _alive(k)) >= 7:
+            break
+        time.sleep(0.2)
+    agents = [k for k in psutil.Process(proc.pid).children(recursive=True) if _alive(k)]
+    assert agents
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM
+    result = json.loads(out.read_text())
+    assert result["partial"] is True and result["verdict"] == "fail"
+    assert {j["verdict"] for j in result["journeys"]} == {"error"}
+    assert all(f["id"] == "interrupted" for j in result["journeys"] for f in j["failures"])
+    time.sleep(0.5)
+    assert not [a for a in agents if _alive(a)]
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_demo_runs_with_no_other_argument(tmp_path):
+    out = run_cli(["run", "--demo", "-o", str(tmp_path / "result.json")], tmp_path)
+    assert out.code == 0, out.stderr
+    assert "7 of 7 journeys passed" in out.stdout
+    for journey in catalog.JOURNEY_IDS:
+        assert f"{journey}: started" in out.stderr and f"{journey}: pass in" in out.stderr
+
+
+def test_entrypoint_calls_the_same_main():
+    out = subprocess.run([sys.executable, str(ROOT / "entrypoint.py"), "list"], capture_output=True, text=True,
+                         timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert out.returncode == 0 and "turn-to-end" in out.stdout

@@ -1,0 +1,122 @@
+"""Every fixture agent gets its exact verdict: the journeys that fail and their failure ids.
+
+Each case runs the real runner (the CLI, as a process) against a real agent process, then checks
+that `verify` finds the same verdict in the result.json it wrote.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import reference_agent, run_cli, run_journeys
+
+ALL = ("turn-to-end", "follow-up-same-session", "follow-up-after-restart", "image-and-file",
+       "stop-running-turn", "plan-turn-saved-plan", "plan-regular-plan")
+PLAN = ("plan-turn-saved-plan", "plan-regular-plan")
+
+
+def every(*ids: str, journeys=ALL) -> dict[str, list[str]]:
+    return {j: sorted(ids) for j in journeys}
+
+
+# defect flag of the reference agent -> {journey: failure ids}; every other journey must pass.
+EXPECTED: dict[str, dict[str, list[str]]] = {
+    "protocol-version-string": every("initialize-protocol-version"),
+    "protocol-version-float": every("initialize-protocol-version"),
+    "protocol-version-2": every("initialize-protocol-version"),
+    "ignore-stdin-eof": every("no-exit-after-stdin-close"),
+    "leave-daemon": every("process-left"),
+    "no-chunks": every("reply-not-in-chunks", journeys=("turn-to-end", "follow-up-same-session",
+                                                        "follow-up-after-restart", "image-and-file",
+                                                        "plan-turn-saved-plan")),
+    "wrong-reply": {"turn-to-end": ["reply-missing-marker"]},
+    "no-load-session": {"follow-up-after-restart": ["no-load-session"]},
+    "load-error": {"follow-up-after-restart": ["session-load-error"]},
+    "forget-on-restart": {"follow-up-after-restart": ["reply-missing-word"]},
+    "no-image-capability": {"image-and-file": ["no-image-capability"]},
+    "colour-blind": {"image-and-file": ["reply-missing-red"]},
+    "slow-cancel": {"stop-running-turn": ["cancel-too-slow"]},
+    "ignore-cancel": {"stop-running-turn": ["cancel-too-slow"]},
+    "cancel-end-turn": {"stop-running-turn": ["stop-reason"]},
+    "no-tool-call": {"stop-running-turn": ["no-tool-call-before-cancel"]},
+    "leave-sleep": {"stop-running-turn": ["process-left", "sleep-left"]},
+    "no-modes": every("no-plan-mode", journeys=PLAN),
+    "config-option-mode": {},
+    "set-mode-error": every("set-mode-error", journeys=PLAN),
+    "ignore-mcp": every("create-plan-not-called", journeys=PLAN),
+    "wrong-plan-title": every("create-plan-not-called", journeys=PLAN),
+    "skip-get-plan": {"plan-turn-saved-plan": ["get-plan-not-called"]},
+    "no-plan-id-reply": {"plan-turn-saved-plan": ["reply-missing-plan-id"]},
+    "plan-writes-file": {"plan-turn-saved-plan": ["plan-changed-workspace"]},
+    "no-touch": {"plan-regular-plan": ["regular-file-missing"]},
+    "crash-mid-turn": every("agent-exited"),
+    "no-initialize-answer": every("initialize-protocol-version"),
+    "garbage-stdout": {},
+    "stderr-flood": {},
+    "huge-chunk": {},
+    "oversized-line": {},
+    "hang-turn": {**every("timeout"), "stop-running-turn": ["cancel-too-slow", "no-tool-call-before-cancel",
+                                                            "sleep-never-started"]},
+}
+
+
+def verify(path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "acp_journeys", "verify", str(path)],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_reference_agent_passes_all_seven(tmp_path):
+    outcome = run_journeys(reference_agent(), tmp_path)
+    assert outcome.code == 0, outcome.stdout + outcome.stderr
+    assert outcome.failures() == {}
+    assert [j["id"] for j in outcome.result["journeys"]] == list(ALL)
+    assert outcome.result["verdict"] == "pass" and outcome.result["passed"] == 7
+    assert verify(outcome.path).returncode == 0
+
+
+@pytest.mark.parametrize("defect", sorted(EXPECTED))
+def test_fixture_gets_its_exact_verdict(defect, tmp_path):
+    outcome = run_journeys(reference_agent(defect), tmp_path)
+    assert outcome.failures() == EXPECTED[defect], outcome.stdout
+    expect_code = 1 if EXPECTED[defect] else 0
+    assert outcome.code == expect_code, outcome.stderr[-2000:]
+    checked = verify(outcome.path)
+    assert checked.returncode == expect_code, checked.stdout + checked.stderr
+    for journey, ids in EXPECTED[defect].items():
+        line = next(l for l in checked.stdout.splitlines() if l.startswith(journey + " "))
+        assert "FAIL" in line and all(i in line for i in ids)
+
+
+@pytest.mark.parametrize("defect,journeys", [("garbage-stdout", ALL), ("oversized-line", ALL)])
+def test_strict_turns_stdout_noise_into_failures(defect, journeys, tmp_path):
+    outcome = run_journeys(reference_agent(defect), tmp_path, "--strict")
+    assert outcome.failures() == {j: ["stdout-not-protocol"] for j in journeys}
+    assert outcome.code == 1
+
+
+def test_warnings_are_kept_without_strict(tmp_path):
+    outcome = run_journeys(reference_agent("garbage-stdout"), tmp_path, "--journey", "turn-to-end")
+    journey = outcome.result["journeys"][0]
+    assert journey["verdict"] == "pass"
+    assert any("not-json" in w for w in journey["warnings"])
+
+
+def test_stderr_flood_keeps_only_a_tail(tmp_path):
+    outcome = run_journeys(reference_agent("stderr-flood"), tmp_path, "--journey", "turn-to-end")
+    process = outcome.result["journeys"][0]["evidence"]["processes"][0]
+    assert process["stderr_bytes"] >= 30_000_000
+    assert len(process["stderr_tail"]) <= 20_000
+
+
+def test_daemon_is_recorded_and_killed(tmp_path):
+    import psutil
+
+    outcome = run_journeys(reference_agent("leave-daemon"), tmp_path, "--journey", "turn-to-end")
+    leftovers = outcome.result["journeys"][0]["evidence"]["processes"][0]["leftovers"]
+    assert leftovers and all("sleep" in x["command"] for x in leftovers)
+    for leftover in leftovers:
+        assert not psutil.pid_exists(leftover["pid"]) or \
+            psutil.Process(leftover["pid"]).status() == psutil.STATUS_ZOMBIE
