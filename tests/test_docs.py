@@ -38,7 +38,7 @@ def test_every_anchor_that_a_report_can_link_to_exists() -> None:
 
 def test_each_journey_lists_its_own_failures() -> None:
     sections = re.split(r'<a id="(step-\d+)"></a>', TEXT)
-    by_anchor = dict(zip(sections[1::2], sections[2::2]))
+    by_anchor = dict(zip(sections[1::2], sections[2::2], strict=True))
     for journey in JOURNEYS:
         section = by_anchor[journey.anchor]
         assert f"(`{journey.id}`)" in section

@@ -152,3 +152,19 @@ def test_limit_too_small_is_refused() -> None:
 def test_a_docs_url_that_is_not_http_gives_no_link() -> None:
     out = render(summary_markdown(mixed(), docs_url="javascript:alert(1)"))
     assert 'href="javascript' not in out
+
+
+def test_under_a_baseline_failures_are_tagged_and_stale_entries_listed() -> None:
+    from acp_journeys.baseline import apply_baseline, parse_baseline
+
+    result = mixed()
+    outcome = apply_baseline(result, parse_baseline(
+        "- turn-to-end:reply-not-in-chunks\n- id: image-and-file\n  reason: '<b>vision</b> later'\n", "b.yml"))
+    text = summary_markdown(result, docs_url=DOCS, baseline=outcome)
+    assert text.startswith("## ❌ ACP journeys: fail")
+    assert "baseline: 1 expected, 2 new, 1 stale" in text.splitlines()[0]
+    out = render(text)
+    assert "(expected: baseline entry 'turn-to-end:reply-not-in-chunks' (b.yml:1))" in out
+    assert "<strong>stop-reason</strong> (new: not in the baseline)" in out
+    assert "stale baseline entry 'image-and-file' (b.yml:2), reason: &lt;b&gt;vision&lt;/b&gt; later" in out
+    assert "<b>" not in out

@@ -186,7 +186,8 @@ def _blocks(result: RunResult, docs_url: str, baseline: BaselineOutcome | None) 
                 entry = baseline.entry_for(j.id, f.id)
                 tag = (f" (expected: {escape_markdown(entry.describe())})" if entry
                        else " (new: not in the baseline)")
-            text = f"- **{escape_markdown(f.id)}**{tag}: {escape_markdown(f.message)} {_failure_link(f.id, j.id, docs_url)}\n"
+            link = _failure_link(f.id, j.id, docs_url)
+            text = f"- **{escape_markdown(f.id)}**{tag}: {escape_markdown(f.message)} {link}\n"
             if f.detail:
                 text += f"  - Detail: {escape_markdown(_cap(f.detail, DETAIL_CHARS))}\n"
             blocks.append(text)
@@ -231,15 +232,15 @@ def summary_markdown(result: RunResult, *, docs_url: str, limit: int = GITHUB_SU
     """The Markdown summary of `result`, at most `limit` characters (see the module's rules)."""
     if limit < MIN_LIMIT:
         raise ValueError(f"limit must be at least {MIN_LIMIT} characters")
-    rendered = [_render(b) for b in _blocks(result, docs_url, baseline)]
+    blocks = _blocks(result, docs_url, baseline)
+    rendered = [_render(b) for b in blocks]
     if sum(len(r) for r in rendered) <= limit:
         return "".join(rendered)
     marker = cut_marker(limit)
     room = limit - len(marker)
     out: list[str] = []
     used = 0
-    blocks = _blocks(result, docs_url, baseline)
-    for block, text in zip(blocks, rendered):
+    for block, text in zip(blocks, rendered, strict=True):
         if used + len(text) <= room:
             out.append(text)
             used += len(text)
