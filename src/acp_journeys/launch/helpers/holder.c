@@ -4,7 +4,7 @@
  * Rules: static, libc only, no shell, no Python, so it works in any image. It never starts
  * anything by itself.
  *
- *   holder                      PID 1: sleep until SIGTERM/SIGINT (exit 0). Reap every zombie on
+ *   holder [hold [IGNORED...]]  PID 1: sleep until SIGTERM/SIGINT (exit 0). Reap every zombie on
  *                               SIGCHLD, since orphans of the agent are re-parented here; a process
  *                               that is still alive stays alive, so a leftover can be seen.
  *                               SIGUSR1: kill every other process in the container (kill(-1) from
@@ -37,17 +37,41 @@ static void reap(void) {
     }
 }
 
-/* Kill everything else in the pid namespace; repeat because a process may fork meanwhile. */
+static int alive(pid_t pid);
+
+/* Is any process but us still alive (not a zombie) in the pid namespace? */
+static int others_alive(void) {
+    pid_t self = getpid();
+    DIR *dir = opendir("/proc");
+    if (!dir) {
+        return 0;
+    }
+    int found = 0;
+    struct dirent *ent;
+    while (!found && (ent = readdir(dir)) != NULL) {
+        char *end;
+        long pid = strtol(ent->d_name, &end, 10);
+        found = *end == '\0' && pid > 0 && pid != self && alive((pid_t)pid);
+    }
+    closedir(dir);
+    return found;
+}
+
+/* Kill everything else in the pid namespace; repeat because a process may fork meanwhile.
+ * Zombies whose parent is outside (an exec's, reaped by the engine) do not count. */
 static void kill_all_others(void) {
-    struct timespec pause_ts = {0, 20 * 1000 * 1000};
+    struct timespec pause_ts = {0, 10 * 1000 * 1000};
     for (int round = 0; round < 500; round++) {
         if (kill(-1, SIGKILL) < 0 && errno == ESRCH) {
             break; /* nothing left to signal */
         }
         reap();
+        if (!others_alive()) {
+            break;
+        }
         nanosleep(&pause_ts, NULL);
-        reap();
     }
+    reap();
 }
 
 static int hold(void) {
@@ -239,7 +263,8 @@ static int kill_pids(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
+    /* "hold" may be followed by an image's CMD, which an entrypoint override can keep. */
+    if (argc < 2 || strcmp(argv[1], "hold") == 0) {
         return hold();
     }
     if (strcmp(argv[1], "run") == 0) {

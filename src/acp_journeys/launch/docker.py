@@ -1,0 +1,749 @@
+"""Agents in containers: one container per journey, one `docker exec` per agent process.
+
+Rules of this module:
+- The container's PID 1 is our static holder (copied in with put_archive before the start), so
+  a process the agent leaves is re-parented to it and stays visible until we record and kill it.
+  After an agent process ends, every process in the container but the holder and our own helper
+  execs is a leftover: that includes the MCP relay the agent started.
+- No network (network mode "none") unless `network`; a pids limit, a memory limit (swap included)
+  and no-new-privileges on every container.
+- Nothing assumes a shell or Python in the image: files go through put_archive/get_archive, and
+  processes are listed and killed by the holder binary (`holder ps`, `holder kill`), or, when the
+  pids limit leaves no room for an exec, with `docker top` and a SIGUSR1 to the holder, which then
+  kills everything else in the container.
+- The `docker` package blocks: every call runs in this launcher's thread pool.
+- Values of `env` and the files under `logins` are secrets: log and describe names only.
+- Everything made is labelled (docker_support.LABEL_*). `close` removes this run's objects; the
+  first use of a launcher removes what an older run that is no longer alive left behind.
+- Bind-mount sources are paths of the engine's host. When this runner runs in a container, the
+  MCP sockets live on a volume shared with it (ACP_JOURNEYS_SHARED_VOLUME mounted at
+  ACP_JOURNEYS_SHARED_DIR), or ACP_JOURNEYS_SHARED_DIR alone names a path mirrored from the host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+import logging
+import os
+import posixpath
+import shutil
+import tarfile
+import tempfile
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable, Iterable
+
+from acp_journeys.launch import docker_support as sup
+from acp_journeys.launch.base import AgentProcess, Launcher, LaunchError, ProcInfo, Sandbox
+from acp_journeys.launch.docker_exec import DockerAgentProcess, raw_socket
+
+log = logging.getLogger(__name__)
+
+AGENT_DIR_MOUNT = "/agent"
+WORKSPACE_ROOT = "/workspace"
+SESSION_FILES_DIR = "/tmp/.rondar-session-files"
+MCP_MOUNT = sup.IN_CONTAINER_DIR + "/mcp"
+SHARED_MOUNT = sup.IN_CONTAINER_DIR + "/shared"
+KILL_GRACE_MS = 2000
+ENGINE_TIMEOUT_S = 120
+
+
+def _docker() -> Any:
+    import docker  # 0.3 s to import: only when a docker run is asked for
+
+    return docker
+
+
+class DockerSandbox(Sandbox):
+    """One journey's container."""
+
+    def __init__(self, launcher: "DockerLauncher", journey_id: str) -> None:
+        self.launcher = launcher
+        self.journey_id = journey_id
+        self.sid = f"{sup.safe_name(journey_id, 30)}-{uuid.uuid4().hex[:6]}"
+        self.workspace = f"{WORKSPACE_ROOT}/{sup.safe_name(journey_id, 60)}"
+        self.container_id: str | None = None
+        self._runner_dir: str | None = None  # the MCP folder on the runner's side
+        self._socket_in_container = ""
+        self._socket_runner = ""
+        self._processes: list[DockerAgentProcess] = []
+        self._current: DockerAgentProcess | None = None
+        self._closed = False
+
+    # --- making it ------------------------------------------------------------------------
+
+    async def create(self) -> None:
+        la = self.launcher
+        docker = _docker()
+        mounts = list(la.static_mounts())
+        mode, volume, shared_dir = la.shared
+        if mode == "volume":
+            self._runner_dir = os.path.join(shared_dir, self.sid)
+            mounts.append(docker.types.Mount(SHARED_MOUNT, volume, type="volume"))
+            self._socket_in_container = f"{SHARED_MOUNT}/{self.sid}/mcp.sock"
+        else:
+            base = shared_dir if mode == "mirror" else None
+            self._runner_dir = (os.path.join(base, self.sid) if base
+                                else tempfile.mkdtemp(prefix="acpj-", dir="/tmp"))
+            mounts.append(docker.types.Mount(MCP_MOUNT, self._runner_dir, type="bind"))
+            self._socket_in_container = f"{MCP_MOUNT}/mcp.sock"
+        os.makedirs(self._runner_dir, exist_ok=True)
+        os.chmod(self._runner_dir, 0o755)
+        self._socket_runner = os.path.join(self._runner_dir, "mcp.sock")
+
+        api = la.api
+        host_config = api.create_host_config(
+            network_mode="bridge" if la.network else "none",
+            pids_limit=la.pids_limit,
+            mem_limit=la.memory_bytes,
+            memswap_limit=la.memory_bytes,  # the same number: no swap on top of the limit
+            security_opt=["no-new-privileges"],
+            mounts=mounts,
+        )
+        name = f"acpj-{sup.safe_name(la.run_id, 20)}-{self.sid}"
+        labels = sup.run_labels(la.run_id, la.owner, la.created, journey=self.journey_id)
+        try:
+            created = await la.call(
+                api.create_container, la.image_id or la.image, entrypoint=[sup.HOLDER, "hold"],
+                command=[], name=name, labels=labels, environment=la.environment(),
+                working_dir=self.workspace, host_config=host_config,
+            )
+            self.container_id = created["Id"]
+            await la.call(api.put_archive, self.container_id, "/", la.setup_tar(self.workspace))
+            await la.call(api.start, self.container_id)
+        except docker.errors.DockerException as exc:
+            await self.close()
+            raise LaunchError(f"cannot make the journey's container from {la.image}: {_short(exc)}") from exc
+
+    # --- Sandbox ----------------------------------------------------------------------------
+
+    @property
+    def mcp_socket_path(self) -> str:
+        return self._socket_runner
+
+    def mcp_command(self) -> list[str]:
+        return [sup.RELAY, self._socket_in_container]
+
+    async def start_agent(self, argv: list[str]) -> AgentProcess:
+        if not argv:
+            raise LaunchError("no agent command")
+        if self.container_id is None or self._closed:
+            raise LaunchError("the journey's container is gone")
+        la = self.launcher
+        if posixpath.isabs(argv[0]) and await self._stat(argv[0]) is None:
+            raise LaunchError(f"agent command not found in the container: {argv[0]}")
+        pidfile = f"{sup.PID_DIR}/{len(self._processes) + 1}.pid"
+        try:
+            exec_id, response, sock, pending = await la.call(self._exec_attached, [sup.HOLDER, "run", pidfile, *argv])
+        except (_docker().errors.DockerException, TypeError, OSError) as exc:
+            raise LaunchError(f"cannot start the agent in its container: {_short(exc)}") from exc
+        proc = DockerAgentProcess(la.api, la.executor, exec_id, response, sock, pending,
+                                  read_pid=lambda: self._read_pid(pidfile), kill_pid=self._kill_pid)
+        self._processes.append(proc)
+        self._current = proc
+        # Wait (briefly) for the pid, so that the journey's evidence has it from the start.
+        await proc.known_pid(3.0)
+        return proc
+
+    def _exec_attached(self, cmd: list[str]) -> tuple[str, Any, Any, bytes]:
+        """exec_create + a hijacked exec_start; the socket comes back non-blocking."""
+        api = self.launcher.api
+        exec_id = api.exec_create(self.container_id, cmd, stdin=True, stdout=True, stderr=True,
+                                  tty=False, workdir=self.workspace)["Id"]
+        # exec_start(socket=True) would hide the response; we keep it so its connection stays ours.
+        response = api._post_json(api._url("/exec/{0}/start", exec_id), data={"Tty": False, "Detach": False},
+                                  headers={"Connection": "Upgrade", "Upgrade": "tcp"}, stream=True)
+        sock = raw_socket(api._get_raw_response_socket(response))
+        sock.setblocking(False)
+        pending = b""
+        try:
+            # Bytes that came with the HTTP answer sit in its read buffer, not in the socket.
+            pending = response.raw._fp.fp.read1(1 << 16) or b""
+        except (AttributeError, BlockingIOError, OSError, ValueError):
+            pass
+        return exec_id, response, sock, pending
+
+    async def _read_pid(self, pidfile: str) -> int | None:
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and not self._closed:
+            data = await self.launcher.call(self._read_file, pidfile)
+            if data and data.strip().isdigit():
+                return int(data.strip())
+            await asyncio.sleep(0.05)
+        return None
+
+    def _read_file(self, path: str) -> bytes | None:
+        try:
+            chunks, _ = self.launcher.api.get_archive(self.container_id, path)
+            with tarfile.open(fileobj=io.BufferedReader(sup.StreamReader(chunks)), mode="r|") as tar:
+                for member in tar:
+                    f = tar.extractfile(member)
+                    return f.read() if f else None
+        except Exception:  # missing, or the container is gone: no file
+            return None
+        return None
+
+    async def _kill_pid(self, pid: int | None) -> None:
+        """SIGTERM, then SIGKILL after a grace, with the holder; all but the holder if that fails."""
+        if pid is not None:
+            code, _ = await self._helper(["kill", str(KILL_GRACE_MS), str(pid)])
+            if code == 0:
+                return
+        await self._signal_holder_kill_all()
+
+    async def _helper(self, args: list[str]) -> tuple[int | None, bytes]:
+        """Run the holder with `args` in the container: (exit code or None, stdout)."""
+        api = self.launcher.api
+
+        def run() -> tuple[int | None, bytes]:
+            exec_id = api.exec_create(self.container_id, [sup.HOLDER, *args], stdout=True, stderr=False)["Id"]
+            out = api.exec_start(exec_id)
+            return api.exec_inspect(exec_id).get("ExitCode"), out or b""
+
+        try:
+            return await self.launcher.call(run)
+        except Exception as exc:  # an exec that cannot start (pids limit): the caller falls back
+            log.debug("holder %s failed: %s", args[0], _short(exc))
+            return None, b""
+
+    async def _signal_holder_kill_all(self) -> None:
+        try:
+            await self.launcher.call(self.launcher.api.kill, self.container_id, "SIGUSR1")
+        except Exception as exc:
+            log.debug("SIGUSR1 to the holder failed: %s", _short(exc))
+
+    async def _stat(self, path: str) -> dict[str, Any] | None:
+        return await self.launcher.call(self.launcher.stat_path, self.container_id, path)
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        parts = list(PurePosixPath(path).parts)
+        if not parts or parts[0] != "/":
+            raise ValueError(f"not an absolute path: {path}")
+        parts = parts[1:]
+        # put_archive needs an existing folder: find the deepest one, make the rest in the tar.
+        for depth in range(len(parts) - 1, -1, -1):
+            folder = "/" + "/".join(parts[:depth])
+            if depth == 0 or await self._stat(folder) is not None:
+                break
+        archive = sup.file_tar(parts[depth:], data)
+        await self.launcher.call(self.launcher.api.put_archive, self.container_id, folder, archive)
+
+    async def file_exists(self, path: str) -> bool:
+        return await self._stat(path) is not None
+
+    async def snapshot(self, folder: str) -> dict[str, str]:
+        api = self.launcher.api
+        docker = _docker()
+
+        def take() -> dict[str, str]:
+            try:
+                chunks, _ = api.get_archive(self.container_id, folder)
+            except docker.errors.NotFound:
+                return {}
+            return sup.snapshot_tar(io.BufferedReader(sup.StreamReader(chunks), 1 << 16))
+
+        return await self.launcher.call(take)
+
+    async def _list(self) -> list[ProcInfo]:
+        """Every process in the container but the holder and our helper execs.
+
+        `docker top` first: it runs `ps` on the engine's side, costs about 20 ms, and needs no
+        free pid in the container (an exec waits seconds for the IO of an exec whose leftover
+        still holds its stdout). On the engine's host we then read the exact argv and the
+        in-container pid from /proc; elsewhere the holder's own `ps` gives them.
+        """
+        rows = await self._top()
+        if rows is None:
+            return await self._list_with_holder()
+        if not rows:
+            return []
+        if self.launcher.shared[0] == "host":
+            return await self.launcher.call(_enrich_from_proc, rows)
+        listed = await self._list_with_holder()
+        return listed if listed else [ProcInfo(pid=pid, cmdline=(cmd,)) for pid, cmd in rows]
+
+    async def _top(self) -> list[tuple[int, str]] | None:
+        """(host pid, command) of every process but ours, or None when the engine cannot say."""
+        try:
+            top = await self.launcher.call(self.launcher.api.top, self.container_id)
+        except Exception as exc:
+            log.debug("docker top failed: %s", _short(exc))
+            return None
+        titles = top.get("Titles") or []
+        try:
+            pid_col, cmd_col = titles.index("PID"), titles.index("CMD")
+        except ValueError:
+            return None
+        rows = []
+        for row in top.get("Processes") or []:
+            if not _is_ours(tuple(row[cmd_col].split(" "))):
+                rows.append((int(row[pid_col]), row[cmd_col]))
+        return rows
+
+    async def _list_with_holder(self) -> list[ProcInfo]:
+        code, out = await self._helper(["ps"])
+        if code != 0:
+            return []
+        return [ProcInfo(pid=pid, cmdline=args, name=name)
+                for pid, _ppid, name, args in sup.parse_ps(out) if not _is_ours(args)]
+
+    async def agent_processes(self) -> list[ProcInfo]:
+        if self.container_id is None or self._current is None:
+            return []
+        return await self._list()
+
+    async def collect_leftovers(self) -> list[ProcInfo]:
+        if self.container_id is None or self._current is None:
+            return []
+        agent = self._current
+        mine = {agent.pid, agent.host_pid} - {None}
+        found = [p for p in await self._list() if p.pid not in mine]
+        if found:
+            await self._kill_all_but_holder()
+        await agent.aclose()
+        return found
+
+    async def _kill_all_but_holder(self) -> None:
+        await self._signal_holder_kill_all()
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            if not await self._top():
+                return
+        log.warning("processes survived the kill in %s", self.sid)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for proc in self._processes:
+            try:
+                await proc.aclose()
+            except Exception:
+                pass
+        if self.container_id is not None:
+            try:
+                await self.launcher.call(self.launcher.api.remove_container, self.container_id, v=True, force=True)
+            except Exception as exc:
+                if "No such container" not in str(exc):
+                    log.warning("could not remove container %s: %s", self.sid, _short(exc))
+        if self._runner_dir:
+            shutil.rmtree(self._runner_dir, ignore_errors=True)
+
+
+class DockerLauncher(Launcher):
+    """Makes one container per journey from `image`; see the module's rules."""
+
+    kind = "docker"
+
+    def __init__(
+        self,
+        image: str,
+        *,
+        run_id: str,
+        network: bool = False,
+        env: dict[str, str] | None = None,
+        logins: Iterable[tuple[str, str]] = (),
+        pull: str = "never",
+        agent_dir: str | None = None,
+        pids_limit: int = 256,
+        memory: str = "1g",
+    ) -> None:
+        if pull not in ("never", "missing"):
+            raise ValueError(f"pull must be 'never' or 'missing', not {pull!r}")
+        self.image = image
+        self.run_id = run_id
+        self.network = network
+        self.env = dict(env or {})
+        self.logins = [(src, dest) for src, dest in logins]
+        self.pull = pull
+        self.agent_dir = agent_dir
+        self.pids_limit = pids_limit
+        self.memory = memory
+        self.memory_bytes = sup.parse_memory(memory)
+        self.created = time.time()
+        self.owner = sup.own_owner(False)  # settled in _start, once we know where we run
+        self.executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="acpj-docker")
+        self.image_id: str | None = None
+        self.shared: tuple[str, str, str] = ("host", "", "")
+        self._api: Any = None
+        self._facts: dict[str, object] = {}
+        self._helpers: Path | None = None
+        self._home: str | None = None
+        self._sandboxes: list[DockerSandbox] = []
+        self._started: asyncio.Task[None] | None = None
+        self._mounts: list[Any] = []
+        self._image_config: dict[str, Any] = {}
+
+    # --- plumbing -----------------------------------------------------------------------------
+
+    @property
+    def api(self) -> Any:
+        if self._api is None:
+            raise LaunchError("the Docker engine was not reached yet")
+        return self._api
+
+    async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
+
+    def environment(self) -> list[str]:
+        return [f"{name}={value}" for name, value in self.env.items()]
+
+    def static_mounts(self) -> list[Any]:
+        return list(self._mounts)
+
+    def setup_tar(self, workspace: str) -> bytes:
+        assert self._helpers is not None
+        rel = workspace.strip("/")
+        dirs = [
+            (sup.IN_CONTAINER_DIR.strip("/"), 0o755),
+            (sup.PID_DIR.strip("/"), 0o1777),  # the agent may run as any user: it writes its pid here
+            (posixpath.dirname(rel), 0o755),
+            (rel, 0o777),  # fresh and ours; the image's user may not be root
+            ("tmp", 0o1777),  # /tmp's usual mode, given again (tar entries set a folder's mode)
+            (SESSION_FILES_DIR.strip("/"), 0o1777),
+        ]
+        return sup.build_tar(dirs, sup.helper_files(self._helpers))
+
+    def stat_path(self, container_id: str, path: str) -> dict[str, Any] | None:
+        """The engine's stat of a path in a container (HEAD archive), or None when it is missing."""
+        api = self.api
+        res = api.head(api._url("/containers/{0}/archive", container_id), params={"path": path},
+                       timeout=ENGINE_TIMEOUT_S)
+        if res.status_code == 404:
+            return None
+        api._raise_for_status(res)
+        header = res.headers.get("X-Docker-Container-Path-Stat")
+        return json.loads(base64.b64decode(header)) if header else {}
+
+    # --- start-up -----------------------------------------------------------------------------
+
+    async def _ensure_started(self) -> None:
+        if self._started is None:
+            self._started = asyncio.ensure_future(self._start())
+        await asyncio.shield(self._started)
+
+    async def _start(self) -> None:
+        docker = _docker()
+        try:
+            client = await self.call(docker.from_env, timeout=ENGINE_TIMEOUT_S, max_pool_size=32)
+            self._api = client.api
+            info = await self.call(self._api.info)
+            version = await self.call(self._api.version)
+        except docker.errors.DockerException as exc:
+            where = os.environ.get("DOCKER_HOST") or "the default socket"
+            raise LaunchError(f"cannot reach the Docker engine at {where}: {_short(exc)} "
+                              "(is dockerd running? scripts/docker-up.sh starts one)") from exc
+        self._facts = {
+            "engine_version": version.get("Version"),
+            "api_version": self._api.api_version,
+            "cgroup_version": str(info.get("CgroupVersion") or "1"),
+            "cgroup_driver": info.get("CgroupDriver"),
+        }
+        await self._resolve_image(docker)
+        self._helpers = await self.call(sup.find_helpers)
+        if self._helpers is None:
+            raise LaunchError("the static helpers (holder, relay) are missing: run scripts/build-helpers.sh, "
+                              "or set ACP_JOURNEYS_HELPERS to their folder (gcc builds them when present)")
+        self.shared = await self._shared_mode()
+        self.owner = sup.own_owner(self.shared[0] != "host")
+        self._mounts = await self._make_static_mounts(docker)
+        await self._remove_stale()
+
+    async def _resolve_image(self, docker: Any) -> None:
+        try:
+            found = await self.call(self.api.inspect_image, self.image)
+        except docker.errors.ImageNotFound:
+            if self.pull != "missing":
+                raise LaunchError(f"image {self.image} is not on this engine (--pull never): build it, "
+                                  "or pass --pull missing to pull it") from None
+            try:
+                repo, _, tag = self.image.rpartition(":") if ":" in self.image.split("/")[-1] else (self.image, "", "latest")
+                await self.call(self.api.pull, repo, tag=tag or "latest")
+                found = await self.call(self.api.inspect_image, self.image)
+            except docker.errors.DockerException as exc:
+                raise LaunchError(f"cannot pull image {self.image}: {_short(exc)}") from exc
+        except docker.errors.DockerException as exc:
+            raise LaunchError(f"cannot inspect image {self.image}: {_short(exc)}") from exc
+        self.image_id = found["Id"]
+        self._image_config = found.get("Config") or {}
+
+    async def _shared_mode(self) -> tuple[str, str, str]:
+        """("host", "", "") | ("volume", NAME, DIR) | ("mirror", "", DIR): where MCP sockets live."""
+        volume = os.environ.get("ACP_JOURNEYS_SHARED_VOLUME", "")
+        folder = os.environ.get("ACP_JOURNEYS_SHARED_DIR", "")
+        if volume and folder:
+            return ("volume", volume, folder)
+        if folder:
+            return ("mirror", "", folder)
+        if not await self._engine_sees_our_files():
+            raise LaunchError("this runner runs in a container, so its folders are not the engine's: give it a "
+                              "volume shared with the agents' containers (ACP_JOURNEYS_SHARED_VOLUME mounted at "
+                              "ACP_JOURNEYS_SHARED_DIR, as run.sh does) or a host path mirrored at "
+                              "ACP_JOURNEYS_SHARED_DIR")
+        return ("host", "", "")
+
+    async def _engine_sees_our_files(self) -> bool:
+        """Does a bind mount of one of our folders show its files? (False when we run in a container.)
+
+        A /.dockerenv is no proof: a machine can have one and run the engine itself. So look: mount
+        a fresh folder with a marker into a never-started container and stat the marker there.
+        """
+        flag = os.environ.get("ACP_JOURNEYS_IN_CONTAINER", "")
+        if flag:
+            return flag in ("0", "false", "no")
+        folder = tempfile.mkdtemp(prefix="acpj-probe-")
+        marker = uuid.uuid4().hex
+        Path(folder, marker).write_bytes(b"")
+        docker = _docker()
+        mount = docker.types.Mount(MCP_MOUNT, folder, type="bind", read_only=True)
+        try:
+            created = await self.call(self.api.create_container, self.image_id or self.image, command=["true"],
+                                      entrypoint=[], host_config=self.api.create_host_config(mounts=[mount]),
+                                      labels=sup.run_labels(self.run_id, self.owner, self.created, probe="1"))
+        except docker.errors.DockerException:
+            return False  # the engine cannot mount our folder: it is not on our side
+        try:
+            return await self.call(self.stat_path, created["Id"], f"{MCP_MOUNT}/{marker}") is not None
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+            await self.call(self.api.remove_container, created["Id"], force=True, v=True)
+
+    async def _make_static_mounts(self, docker: Any) -> list[Any]:
+        """The agent folder and the logins, read-only. Mounts (not binds): a missing source fails."""
+        mounts = []
+        local = self.shared[0] == "host"
+        if self.agent_dir:
+            source = os.path.abspath(self.agent_dir) if local else self.agent_dir
+            if local and not os.path.isdir(source):
+                raise LaunchError(f"--agent-dir {self.agent_dir} is not a folder")
+            mounts.append(docker.types.Mount(AGENT_DIR_MOUNT, source, type="bind", read_only=True))
+        if self.logins:
+            host_home = os.environ.get("ACP_JOURNEYS_HOST_HOME") or str(Path.home())
+            for src, dest in self.logins:
+                source = os.path.abspath(src) if local else src
+                if local and not os.path.exists(source):
+                    raise LaunchError(f"--login {src}: no such file or folder")
+                target = dest or _same_place(source, host_home, await self._container_home())
+                if not posixpath.isabs(target):
+                    target = posixpath.join(await self._container_home(), target)
+                mounts.append(docker.types.Mount(target, source, type="bind", read_only=True))
+                log.info("login mounted read-only at %s", target)
+        return mounts
+
+    async def _container_home(self) -> str:
+        """The home of the image's user: HOME in its env, else /etc/passwd, else /root."""
+        if self._home is not None:
+            return self._home
+        config = self._image_config
+        for item in config.get("Env") or []:
+            if item.startswith("HOME="):
+                self._home = item[5:]
+                return self._home
+        user = (config.get("User") or "").split(":")[0]
+        self._home = "/root"
+        if user not in ("", "root", "0"):
+            passwd = await self._probe_file("/etc/passwd")
+            for line in (passwd or b"").decode("utf-8", "replace").splitlines():
+                fields = line.split(":")
+                if len(fields) >= 6 and user in (fields[0], fields[2]):
+                    self._home = fields[5]
+                    break
+            else:
+                self._home = f"/home/{user}"
+        return self._home
+
+    async def _probe_file(self, path: str) -> bytes | None:
+        """A file of the image, read from a container that is created and never started."""
+        created = await self.call(self.api.create_container, self.image_id or self.image, command=["true"],
+                                  labels=sup.run_labels(self.run_id, self.owner, self.created, probe="1"))
+        probe = DockerSandbox(self, "probe")
+        probe.container_id = created["Id"]
+        try:
+            return await self.call(probe._read_file, path)
+        finally:
+            await self.call(self.api.remove_container, created["Id"], force=True, v=True)
+
+    async def _remove_stale(self) -> None:
+        """Remove what older runs whose owner is gone left (a killed run's containers, volumes)."""
+        api = self.api
+        flt = {"label": sup.LABEL}
+        alive: dict[str, bool] = {}
+
+        async def stale(labels: dict[str, str]) -> bool:
+            if labels.get(sup.LABEL_RUN) == self.run_id:
+                return False
+            try:
+                created = float(labels.get(sup.LABEL_CREATED, "0"))
+            except ValueError:
+                created = 0.0
+            if created >= self.created:
+                return False
+            owner = labels.get(sup.LABEL_OWNER, "")
+            if owner not in alive:
+                alive[owner] = await self._owner_alive(owner, created)
+            return not alive[owner]
+
+        removed = 0
+        for c in await self.call(api.containers, all=True, filters=flt):
+            if await stale(c.get("Labels") or {}):
+                try:
+                    await self.call(api.remove_container, c["Id"], force=True, v=True)
+                    removed += 1
+                except Exception as exc:
+                    log.debug("could not remove a stale container: %s", _short(exc))
+        volumes = (await self.call(api.volumes, filters=flt)).get("Volumes") or []
+        for v in volumes:
+            if await stale(v.get("Labels") or {}):
+                try:
+                    await self.call(api.remove_volume, v["Name"], force=True)
+                    removed += 1
+                except Exception as exc:
+                    log.debug("could not remove a stale volume: %s", _short(exc))
+        for n in await self.call(api.networks, filters=flt):
+            if await stale(n.get("Labels") or {}):
+                try:
+                    await self.call(api.remove_network, n["Id"])
+                    removed += 1
+                except Exception as exc:
+                    log.debug("could not remove a stale network: %s", _short(exc))
+        if removed:
+            log.info("removed %d object(s) left by older runs", removed)
+
+    async def _owner_alive(self, owner: str, created: float) -> bool:
+        if owner.startswith("container:"):
+            try:
+                info = await self.call(self.api.inspect_container, owner.split(":", 1)[1])
+                return bool((info.get("State") or {}).get("Running"))
+            except _docker().errors.NotFound:
+                return False
+            except Exception:
+                return True  # cannot tell: keep it
+        if owner.startswith("pid:"):
+            return sup.pid_owner_alive(owner, time.time(), created)
+        return time.time() - created < sup.UNKNOWN_OWNER_TTL_S
+
+    # --- Launcher -----------------------------------------------------------------------------
+
+    async def check(self, argv: list[str]) -> None:
+        if not argv:
+            raise LaunchError("no agent command: give it after --")
+        await self._ensure_started()
+        program = argv[0]
+        if posixpath.isabs(program):
+            if program.startswith(AGENT_DIR_MOUNT + "/") and self.agent_dir and self.shared[0] == "host":
+                inside = os.path.join(os.path.abspath(self.agent_dir), program[len(AGENT_DIR_MOUNT) + 1:])
+                if not os.path.isfile(inside):
+                    raise LaunchError(f"agent command not found: {program} (not in --agent-dir {self.agent_dir})")
+                return
+            if program.startswith(AGENT_DIR_MOUNT + "/"):
+                return  # in the mounted agent folder, which this runner cannot see
+            if await self._probe_stat([program]) is None:
+                raise LaunchError(f"agent command not found in image {self.image}: {program}")
+        elif "/" not in program:
+            path = self.env.get("PATH") or next(
+                (e[5:] for e in self._image_config.get("Env") or [] if e.startswith("PATH=")),
+                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+            candidates = [posixpath.join(d, program) for d in path.split(":") if d]
+            if await self._probe_stat(candidates) is None:
+                raise LaunchError(f"agent command not found on the PATH of image {self.image}: {program}")
+
+    async def _probe_stat(self, paths: list[str]) -> dict[str, Any] | None:
+        """The first of `paths` that exists in the image, statted in a never-started container."""
+        created = await self.call(self.api.create_container, self.image_id or self.image, command=["true"],
+                                  entrypoint=[], labels=sup.run_labels(self.run_id, self.owner, self.created, probe="1"))
+        try:
+            for path in paths:
+                found = await self.call(self.stat_path, created["Id"], path)
+                if found is not None:
+                    return found
+            return None
+        finally:
+            await self.call(self.api.remove_container, created["Id"], force=True, v=True)
+
+    async def open_sandbox(self, journey_id: str) -> Sandbox:
+        await self._ensure_started()
+        sandbox = DockerSandbox(self, journey_id)
+        self._sandboxes.append(sandbox)
+        await sandbox.create()
+        return sandbox
+
+    async def close(self) -> None:
+        await asyncio.gather(*(s.close() for s in self._sandboxes), return_exceptions=True)
+        self._sandboxes.clear()
+        if self._api is None:
+            return
+        flt = {"label": f"{sup.LABEL_RUN}={self.run_id}"}
+        try:
+            for c in await self.call(self.api.containers, all=True, filters=flt):
+                await self.call(self.api.remove_container, c["Id"], force=True, v=True)
+            for v in (await self.call(self.api.volumes, filters=flt)).get("Volumes") or []:
+                await self.call(self.api.remove_volume, v["Name"], force=True)
+            for n in await self.call(self.api.networks, filters=flt):
+                await self.call(self.api.remove_network, n["Id"])
+        except Exception as exc:
+            log.warning("could not remove everything of run %s: %s", self.run_id, _short(exc))
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "image": self.image,
+            "image_id": self.image_id,
+            **self._facts,
+            "network": "bridge" if self.network else "none",
+            "pids_limit": self.pids_limit,
+            "memory": self.memory,
+            "env": sorted(self.env),  # names only: values are secrets
+            "logins": len(self.logins),
+            "agent_dir": AGENT_DIR_MOUNT if self.agent_dir else None,
+        }
+
+
+def _is_ours(args: tuple[str, ...]) -> bool:
+    """The holder itself or one of our `holder ps`/`holder kill` execs."""
+    return args[:1] == (sup.HOLDER,) and args[1:2] in ((), ("hold",), ("ps",), ("kill",))
+
+
+def _enrich_from_proc(rows: list[tuple[int, str]]) -> list[ProcInfo]:
+    """Host pids -> in-container pid, exact argv and name, read from the engine host's /proc."""
+    found = []
+    for host_pid, command in rows:
+        try:
+            status = Path(f"/proc/{host_pid}/status").read_text()
+            raw = Path(f"/proc/{host_pid}/cmdline").read_bytes()
+        except OSError:
+            found.append(ProcInfo(pid=host_pid, cmdline=(command,)))
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        nspids = fields.get("NSpid", "").split()
+        pid = int(nspids[-1]) if nspids else host_pid
+        args = tuple(a.decode("utf-8", "replace") for a in raw.split(b"\0")[:-1]) if raw else (command,)
+        if pid == 1 or _is_ours(args):
+            continue
+        found.append(ProcInfo(pid=pid, cmdline=args, name=fields.get("Name", "").strip()))
+    return found
+
+
+def _same_place(source: str, host_home: str, container_home: str) -> str:
+    """A login's default DEST: the same path relative to the home, or the same absolute path."""
+    try:
+        rel = os.path.relpath(source, host_home)
+    except ValueError:
+        return source
+    if rel == "." or rel.startswith(".."):
+        return source
+    return posixpath.join(container_home, rel.replace(os.sep, "/"))
+
+
+def _short(exc: BaseException) -> str:
+    """An engine error in one line (docker's messages can carry the whole HTTP answer)."""
+    text = getattr(exc, "explanation", None) or str(exc)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return " ".join(str(text).split())[:300]

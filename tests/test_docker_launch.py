@@ -1,0 +1,521 @@
+"""The docker launcher against a real engine: real containers, real limits, real clean-up.
+
+Skipped (with the reason) only when no Docker engine answers; scripts/test.sh starts one and
+builds the local images. The agent image is $ACP_JOURNEYS_TEST_IMAGE, else the runner image,
+else the local base image (both have python3, which the test agents here are written in).
+Nothing in these tests sends a packet off this machine: the network test only looks at the
+interfaces a container has and sees a connect fail for want of a route.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import os
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+import pytest
+
+docker = pytest.importorskip("docker")
+
+from acp_journeys.launch import docker_support as sup  # noqa: E402
+from acp_journeys.launch.base import LaunchError  # noqa: E402
+from acp_journeys.launch.docker import DockerLauncher, DockerSandbox  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+EMPTY_IMAGE = "acp-journeys/test-empty:latest"
+
+
+def _engine() -> Any:
+    try:
+        client = docker.from_env(timeout=30)
+        client.ping()
+        return client
+    except Exception as exc:  # no engine: every test here needs one
+        pytest.skip(f"no Docker engine answers ({exc.__class__.__name__}); scripts/docker-up.sh starts one")
+
+
+@pytest.fixture(scope="module")
+def engine() -> Any:
+    return _engine()
+
+
+@pytest.fixture(scope="module")
+def image(engine: Any) -> str:
+    wanted = os.environ.get("ACP_JOURNEYS_TEST_IMAGE")
+    for name in ([wanted] if wanted else ["acp-journeys/runner:dev", "acp-journeys/base:bookworm"]):
+        try:
+            engine.images.get(name)
+            return name
+        except docker.errors.ImageNotFound:
+            continue
+    pytest.skip("no agent image: run scripts/build-base-image.sh (or scripts/build-runner-image.sh)")
+
+
+@pytest.fixture(scope="module")
+def empty_image(engine: Any) -> str:
+    """An image with no shell, no Python, nothing: one empty folder."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        info = tarfile.TarInfo("etc/")
+        info.type = tarfile.DIRTYPE
+        info.mode = 0o755
+        tar.addfile(info)
+    engine.api.import_image_from_data(out.getvalue(), repository=EMPTY_IMAGE.split(":")[0], tag="latest")
+    return EMPTY_IMAGE
+
+
+def run(coro: Awaitable[Any]) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, 120))
+
+
+def labelled(engine: Any, run_id: str) -> tuple[list[Any], list[Any]]:
+    flt = {"label": f"{sup.LABEL_RUN}={run_id}"}
+    return engine.api.containers(all=True, filters=flt), engine.api.volumes(filters=flt).get("Volumes") or []
+
+
+async def with_sandbox(image: str, body: Callable[[DockerSandbox, DockerLauncher], Awaitable[Any]],
+                       **kw: Any) -> Any:
+    launcher = DockerLauncher(image, run_id=f"test-{uuid.uuid4().hex[:8]}", **kw)
+    try:
+        sandbox = await launcher.open_sandbox("journey")
+        assert isinstance(sandbox, DockerSandbox)
+        return await body(sandbox, launcher)
+    finally:
+        await launcher.close()
+
+
+async def read_all(read: Callable[[int], Awaitable[bytes]], limit: float = 20) -> bytes:
+    out = b""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        chunk = await asyncio.wait_for(read(1 << 16), deadline - time.monotonic())
+        if not chunk:
+            return out
+        out += chunk
+    raise AssertionError("no end of file")
+
+
+def py(code: str) -> list[str]:
+    return ["python3", "-c", code]
+
+
+# --- streams ---------------------------------------------------------------------------------------
+
+def test_stdin_eof_reaches_an_agent_that_only_ends_on_eof(image: str) -> None:
+    async def body(sb: DockerSandbox, _: DockerLauncher) -> None:
+        agent = py("import sys\nfor line in sys.stdin: print('echo', line.strip(), flush=True)\nprint('eof')")
+        proc = await sb.start_agent(agent)
+        await proc.write(b"one\ntwo\n")
+        await asyncio.sleep(1.0)
+        assert await proc.wait(0.1) is None, "the agent must still wait for input"
+        await proc.close_stdin()
+        assert await proc.wait(10) == 0
+        assert await read_all(proc.read_stdout) == b"echo one\necho two\neof\n"
+        with pytest.raises(BrokenPipeError):
+            await proc.write(b"late\n")
+
+    run(with_sandbox(image, body))
+
+
+def test_stdout_and_stderr_come_apart_and_whole(image: str) -> None:
+    async def body(sb: DockerSandbox, _: DockerLauncher) -> None:
+        code = ("import sys\nfor i in range(2000):\n sys.stdout.write('o%05d' % i + 'x' * 500 + '\\n')\n"
+                " sys.stderr.write('e%05d\\n' % i)\n")
+        proc = await sb.start_agent(py(code))
+        await proc.close_stdin()
+        out, err = await asyncio.gather(read_all(proc.read_stdout), read_all(proc.read_stderr))
+        assert await proc.wait(10) == 0
+        assert out == b"".join(b"o%05d" % i + b"x" * 500 + b"\n" for i in range(2000))
+        assert err == b"".join(b"e%05d\n" % i for i in range(2000))
+        assert proc.pid is not None and proc.pid > 1, "the agent's pid as the container sees it"
+
+    run(with_sandbox(image, body))
+
+
+def test_kill_ends_an_agent_that_ignores_sigterm(image: str) -> None:
+    async def body(sb: DockerSandbox, _: DockerLauncher) -> None:
+        code = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('up', flush=True)\ntime.sleep(600)"
+        proc = await sb.start_agent(py(code))
+        assert await proc.read_stdout(100) == b"up\n"
+        started = time.monotonic()
+        await proc.kill()
+        assert await proc.wait(1) is not None
+        assert time.monotonic() - started < 8
+        await proc.kill()  # idempotent
+
+    run(with_sandbox(image, body))
+
+
+def test_a_missing_command_is_a_launch_error(image: str) -> None:
+    async def body(sb: DockerSandbox, launcher: DockerLauncher) -> None:
+        with pytest.raises(LaunchError, match="not found"):
+            await sb.start_agent(["/no/such/agent"])
+        with pytest.raises(LaunchError, match="not found"):
+            await launcher.check(["/no/such/agent", "--acp"])
+        with pytest.raises(LaunchError, match="PATH"):
+            await launcher.check(["no-such-agent-anywhere"])
+        await launcher.check(["python3", "-c", "pass"])
+
+    run(with_sandbox(image, body))
+
+
+# --- processes ---------------------------------------------------------------------------------------
+
+DAEMON = """
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(300)  # the daemon: DAEMON-MARK
+    os._exit(0)
+os.wait()
+print('parent done', flush=True)
+"""
+
+
+def test_a_double_forked_setsid_daemon_is_found_and_killed(image: str) -> None:
+    async def body(sb: DockerSandbox, _: DockerLauncher) -> None:
+        proc = await sb.start_agent(py(DAEMON))
+        assert await proc.wait(10) == 0
+        assert any("DAEMON-MARK" in p.command for p in await sb.agent_processes())
+        leftovers = await sb.collect_leftovers()
+        assert len(leftovers) == 1 and "DAEMON-MARK" in leftovers[0].command, leftovers
+        assert leftovers[0].pid > 1
+        assert await sb.agent_processes() == []
+        # The container is still usable for the journey's next agent process.
+        again = await sb.start_agent(py("print('second')"))
+        assert await again.wait(10) == 0
+        assert await sb.collect_leftovers() == []
+
+    run(with_sandbox(image, body))
+
+
+def test_the_mcp_relay_reaches_the_runner_and_counts_as_a_leftover(image: str) -> None:
+    async def body(sb: DockerSandbox, _: DockerLauncher) -> None:
+        async def upper(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while line := await reader.readline():
+                writer.write(line.upper())
+                await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_unix_server(upper, path=sb.mcp_socket_path)
+        try:
+            relay = await sb.start_agent(sb.mcp_command())
+            await relay.write(b"ping\n")
+            assert await asyncio.wait_for(relay.read_stdout(100), 10) == b"PING\n"
+            await relay.close_stdin()
+            assert await relay.wait(5) == 0
+            # An agent that starts the relay and leaves it running: a leftover.
+            cmd = " ".join(sb.mcp_command())
+            code = f"import subprocess\nsubprocess.Popen({sb.mcp_command()!r}, start_new_session=True)\n"
+            agent = await sb.start_agent(py(code + "import time; time.sleep(0.5)"))
+            assert await agent.wait(10) == 0
+            leftovers = await sb.collect_leftovers()
+            assert [p.command for p in leftovers] == [cmd]
+        finally:
+            server.close()
+
+    run(with_sandbox(image, body))
+
+
+def test_a_fork_bomb_is_held_by_the_pids_limit(image: str) -> None:
+    async def body(sb: DockerSandbox, _: DockerLauncher) -> None:
+        bomb = py("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass")
+        proc = await sb.start_agent(bomb)
+        await asyncio.sleep(3)
+        seen = await sb.agent_processes()
+        assert 10 < len(seen) <= 64, len(seen)
+        # This machine is fine meanwhile.
+        assert subprocess.run(["true"], timeout=10).returncode == 0
+        await proc.kill()
+        assert await proc.wait(5) is not None
+        await sb.collect_leftovers()
+        assert await sb.agent_processes() == []
+        again = await sb.start_agent(py("print('after the bomb')"))
+        assert await asyncio.wait_for(again.read_stdout(100), 10) == b"after the bomb\n"
+
+    run(with_sandbox(image, body, pids_limit=64))
+
+
+def test_a_memory_hog_is_held_by_the_memory_limit(image: str) -> None:
+    async def body(sb: DockerSandbox, _: DockerLauncher) -> None:
+        hog = py("x = []\nwhile True:\n    x.append(bytearray(16 << 20))")
+        proc = await sb.start_agent(hog)
+        code = await proc.wait(60)
+        assert code is not None and code != 0, code
+        again = await sb.start_agent(py("print('after the hog')"))
+        assert await asyncio.wait_for(again.read_stdout(100), 10) == b"after the hog\n"
+
+    run(with_sandbox(image, body, memory="128m"))
+
+
+NET_PROBE = """
+import socket, sys
+names = sorted(line.split(':')[0].strip() for line in open('/proc/net/dev').read().splitlines()[2:])
+print(','.join(names))
+s = socket.socket()
+s.settimeout(5)
+try:
+    s.connect((sys.argv[1], 9))
+    print('connected')
+except OSError as exc:
+    print('errno', exc.errno)
+"""
+
+
+def test_no_network_by_default(image: str, engine: Any) -> None:
+    import ipaddress
+
+    config = engine.api.inspect_network("bridge")["IPAM"]["Config"][0]
+    # The bridge's address on this host (engines leave Gateway out when it is the default one).
+    gateway = config.get("Gateway") or str(ipaddress.ip_network(config["Subnet"])[1])
+
+    async def body(sb: DockerSandbox, _: DockerLauncher) -> None:
+        proc = await sb.start_agent(["python3", "-c", NET_PROBE, gateway])
+        out = (await read_all(proc.read_stdout)).decode()
+        assert await proc.wait(10) == 0
+        interfaces, outcome = out.split("\n")[:2]
+        assert interfaces == "lo", interfaces
+        import errno
+
+        assert outcome == f"errno {errno.ENETUNREACH}", outcome  # no route: nothing was sent
+
+    run(with_sandbox(image, body))
+
+
+def test_network_gives_the_default_bridge(image: str) -> None:
+    async def body(sb: DockerSandbox, launcher: DockerLauncher) -> None:
+        code = "print(sorted(l.split(':')[0].strip() for l in open('/proc/net/dev').read().splitlines()[2:]))"
+        proc = await sb.start_agent(py(code))
+        assert "eth0" in (await read_all(proc.read_stdout)).decode()
+        assert launcher.describe()["network"] == "bridge"
+
+    run(with_sandbox(image, body, network=True))
+
+
+# --- files -----------------------------------------------------------------------------------------
+
+def test_files_and_snapshots_inside_the_container(image: str) -> None:
+    async def body(sb: DockerSandbox, _: DockerLauncher) -> None:
+        assert sb.workspace == "/workspace/journey"
+        assert await sb.snapshot(sb.workspace) == {}
+        await sb.write_file("/tmp/.rondar-session-files/note.txt", b"WORD-1\n")
+        await sb.write_file(sb.workspace + "/src/deep/a.txt", b"a")
+        assert await sb.file_exists("/tmp/.rondar-session-files/note.txt")
+        assert not await sb.file_exists(sb.workspace + "/missing")
+        before = await sb.snapshot(sb.workspace)
+        assert set(before) == {"src/", "src/deep/", "src/deep/a.txt"}
+        code = ("import os\nprint(open('/tmp/.rondar-session-files/note.txt').read(), end='')\n"
+                "print(os.getcwd())\nopen('made.txt', 'w').write('m')\n"
+                "print(oct(os.stat('/tmp').st_mode & 0o7777))")
+        proc = await sb.start_agent(py(code))
+        assert (await read_all(proc.read_stdout)).decode() == f"WORD-1\n{sb.workspace}\n0o1777\n"
+        after = await sb.snapshot(sb.workspace)
+        assert set(after) - set(before) == {"made.txt"}
+        assert after["src/deep/a.txt"] == before["src/deep/a.txt"]
+        assert await sb.snapshot("/no/such/folder") == {}
+
+    run(with_sandbox(image, body))
+
+
+def test_an_image_with_no_shell_and_no_python(empty_image: str) -> None:
+    async def body(sb: DockerSandbox, launcher: DockerLauncher) -> None:
+        async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while data := await reader.read(100):
+                writer.write(data)
+                await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_unix_server(echo, path=sb.mcp_socket_path)
+        try:
+            relay = await sb.start_agent(sb.mcp_command())
+            await relay.write(b"hello")
+            assert await asyncio.wait_for(relay.read_stdout(100), 10) == b"hello"
+            assert [p.cmdline for p in await sb.agent_processes()] == [tuple(sb.mcp_command())]
+            await relay.close_stdin()
+            assert await relay.wait(5) == 0
+        finally:
+            server.close()
+        await sb.write_file(sb.workspace + "/x.txt", b"x")
+        assert list(await sb.snapshot(sb.workspace)) == ["x.txt"]
+        with pytest.raises(LaunchError):
+            await launcher.check(["python3"])
+
+    run(with_sandbox(empty_image, body))
+
+
+# --- env, logins, agent folder -----------------------------------------------------------------------
+
+def test_env_logins_and_agent_dir(image: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    canary = "CANARY-" + uuid.uuid4().hex
+    login = tmp_path / "login.json"
+    login.write_text(canary)
+    agent_dir = tmp_path / "agent"
+    (agent_dir / "bin").mkdir(parents=True)
+    (agent_dir / "bin" / "hello.py").write_text("print('hi from /agent')\n")
+    caplog.set_level(logging.DEBUG)
+
+    async def body(sb: DockerSandbox, launcher: DockerLauncher) -> None:
+        await launcher.check(["/agent/bin/hello.py"])
+        with pytest.raises(LaunchError, match="not found"):
+            await launcher.check(["/agent/bin/missing"])
+        code = ("import os\nprint(os.environ['SECRET_TOKEN'] == %r)\nprint(open('/root/login.json').read() == %r)\n"
+                "print(open('/etc/acpj/login.json').read() == %r)\n"
+                "try:\n    open('/root/login.json', 'w')\nexcept OSError:\n    print('read-only')\n"
+                "exec(open('/agent/bin/hello.py').read())") % (canary, canary, canary)
+        proc = await sb.start_agent(py(code))
+        assert (await read_all(proc.read_stdout)).decode().split() == ["True", "True", "True", "read-only", "hi", "from", "/agent"]
+        described = repr(launcher.describe())
+        assert "SECRET_TOKEN" in described and canary not in described
+
+    home = str(tmp_path)
+    os.environ["ACP_JOURNEYS_HOST_HOME"] = home  # login.json is then ~/login.json: DEST /root/login.json
+    try:
+        run(with_sandbox(image, body, env={"SECRET_TOKEN": canary}, agent_dir=str(agent_dir),
+                         logins=[(str(login), ""), (str(login), "/etc/acpj/login.json")]))
+    finally:
+        del os.environ["ACP_JOURNEYS_HOST_HOME"]
+    assert canary not in caplog.text
+
+
+# --- checks, clean-up --------------------------------------------------------------------------------
+
+def test_check_explains_a_missing_image_and_an_unreachable_engine(image: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    missing = DockerLauncher("acp-journeys/no-such-image:nope", run_id="test-missing")
+    with pytest.raises(LaunchError, match="not on this engine.*--pull"):
+        run(missing.check(["agent"]))
+    run(missing.close())
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    away = DockerLauncher(image, run_id="test-away")
+    with pytest.raises(LaunchError, match="cannot reach the Docker engine"):
+        run(away.check(["agent"]))
+    run(away.close())
+
+
+def test_close_leaves_nothing_with_the_run_label(image: str, engine: Any) -> None:
+    run_id = f"test-close-{uuid.uuid4().hex[:8]}"
+
+    async def go() -> None:
+        launcher = DockerLauncher(image, run_id=run_id)
+        boxes = await asyncio.gather(*(launcher.open_sandbox(f"j{i}") for i in range(3)))
+        procs = [await b.start_agent(py(DAEMON)) for b in boxes]
+        for p in procs:
+            assert await p.wait(10) == 0
+        containers, _ = labelled(engine, run_id)
+        assert len(containers) == 3
+        assert all(c["Labels"][sup.LABEL_CREATED] for c in containers)
+        described = launcher.describe()
+        assert described["kind"] == "docker" and described["cgroup_version"] in ("1", "2")
+        await launcher.close()
+        await launcher.close()  # idempotent
+
+    run(go())
+    assert labelled(engine, run_id) == ([], [])
+
+
+def test_a_killed_runs_leftovers_go_at_the_next_start(image: str, engine: Any) -> None:
+    dead_pid = _dead_pid()
+    old = time.time() - 60
+    host = socket.gethostname()
+    dead = sup.run_labels("test-dead-run", f"pid:{host}:{dead_pid}:{old:.0f}", old)
+    live = sup.run_labels("test-live-run", sup.own_owner(False), old)
+    api = engine.api
+    made = []
+    for labels in (dead, live):
+        made.append(api.create_container(image, command=["true"], labels=labels)["Id"])
+    volume = api.create_volume(name=f"acpj-test-{uuid.uuid4().hex[:8]}", labels=dead)["Name"]
+    try:
+        launcher = DockerLauncher(image, run_id="test-next-run")
+        run(launcher.check(["python3"]))
+        run(launcher.close())
+        ids = {c["Id"] for c in api.containers(all=True, filters={"label": sup.LABEL})}
+        assert made[0] not in ids, "the dead run's container must go"
+        assert made[1] in ids, "a live run's container must stay"
+        names = {v["Name"] for v in api.volumes(filters={"label": sup.LABEL}).get("Volumes") or []}
+        assert volume not in names
+    finally:
+        for cid in made:
+            try:
+                api.remove_container(cid, force=True)
+            except docker.errors.NotFound:
+                pass
+        try:
+            api.remove_volume(volume, force=True)
+        except docker.errors.NotFound:
+            pass
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+# --- the runner in a container -------------------------------------------------------------------------
+
+IN_CONTAINER = """
+import asyncio, sys
+sys.path.insert(0, '/src')
+from acp_journeys.launch.docker import DockerLauncher
+
+async def main():
+    la = DockerLauncher(sys.argv[1], run_id=sys.argv[2])
+    await la.check(['python3'])
+    sb = await la.open_sandbox('in-container')
+    async def upper(r, w):
+        while line := await r.readline():
+            w.write(line.upper()); await w.drain()
+        w.close()
+    server = await asyncio.start_unix_server(upper, path=sb.mcp_socket_path)
+    relay = await sb.start_agent(sb.mcp_command())
+    await relay.write(b'through the volume\\n')
+    print((await asyncio.wait_for(relay.read_stdout(100), 10)).decode(), end='')
+    await relay.close_stdin()
+    print('exit', await relay.wait(5))
+    server.close()
+    await la.close()
+
+asyncio.run(main())
+"""
+
+
+def test_a_runner_in_a_container_shares_the_mcp_socket_through_a_named_volume(image: str, engine: Any) -> None:
+    """As run.sh runs it: the Docker socket mounted, a labelled volume mounted in both."""
+    try:
+        engine.images.get("acp-journeys/runner:dev")
+    except docker.errors.ImageNotFound:
+        pytest.skip("needs the runner image (scripts/build-runner-image.sh)")
+    sock = (os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock").removeprefix("unix://")
+    if not os.path.exists(sock):
+        pytest.skip("the engine is not on a local Unix socket")
+    run_id = f"test-inside-{uuid.uuid4().hex[:8]}"
+    volume = engine.api.create_volume(name=f"acpj-{run_id}",
+                                      labels=sup.run_labels(run_id, "test", time.time()))["Name"]
+    helpers = sup.find_helpers()
+    assert helpers is not None
+    try:
+        out = subprocess.run(
+            ["docker", "run", "--rm", "--network", "none", "--entrypoint", "python3",
+             "-v", f"{sock}:/var/run/docker.sock", "-v", f"{volume}:/shared",
+             "-v", f"{ROOT / 'src'}:/src:ro",
+             "-e", f"ACP_JOURNEYS_SHARED_VOLUME={volume}", "-e", "ACP_JOURNEYS_SHARED_DIR=/shared",
+             "acp-journeys/runner:dev", "-c", IN_CONTAINER, image, run_id],
+            capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr[-3000:]
+        assert out.stdout == "THROUGH THE VOLUME\nexit 0\n", out.stdout + out.stderr[-2000:]
+        assert labelled(engine, run_id)[0] == []
+    finally:
+        engine.api.remove_volume(volume, force=True)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))
