@@ -208,7 +208,8 @@ def _turn(e: JourneyEvidence, name: str) -> TurnEvidence | None:
 def _turn_ended(t: TurnEvidence, f: _Findings, expected: str = "end_turn") -> bool:
     """Checks how a turn ended; True when it ended in a way whose reply can be judged."""
     if t.agent_exited:
-        return False  # the process check reports agent-exited
+        f.add("agent-exited", f"the agent ended during turn {t.name}")
+        return False
     if t.timed_out:
         f.add("timeout", f"turn {t.name}: session/prompt got no answer within the bound")
         return False
@@ -276,7 +277,10 @@ def _check_image_and_file(e: JourneyEvidence, f: _Findings) -> None:
 
 def _check_stop(e: JourneyEvidence, f: _Findings) -> None:
     t = _turn(e, "sleep")
-    if t is None or t.agent_exited:
+    if t is None:
+        return
+    if t.agent_exited:
+        f.add("agent-exited", "the agent ended during turn sleep")
         return
     if t.cancel_sent_at is None:
         if t.timed_out:

@@ -165,6 +165,13 @@ class AgentSession:
             return
         self._closed = True
         assert self.conn is not None
+        if self.conn.stdout_closed.is_set() and not self.exited.is_set():
+            # Its stdout ended first: the exit is on its way; let it be recorded as an exit of
+            # its own and not as one after we closed its input.
+            try:
+                await asyncio.wait_for(self.exited.wait(), self.ctx.bounds.grace_s)
+            except asyncio.TimeoutError:
+                pass
         if not self.exited.is_set():
             self.evidence.turn_running_at_close = self.turn is not None and self.turn.answered_at is None
             self.evidence.stdin_closed_at = self.ctx.clock.now()

@@ -30,8 +30,10 @@ def about_sleep(tool_call: dict[str, Any]) -> bool:
 
 
 def is_sleep(command: str) -> bool:
+    """The command this journey asked for (also behind `sh -c`), not any other sleep."""
     words = command.split()
-    return bool(words) and ("sleep 120" in command or words[0].rsplit("/", 1)[-1] == "sleep")
+    return "sleep 120" in command or (len(words) >= 2 and words[0].rsplit("/", 1)[-1] == "sleep"
+                                      and words[1] == "120")
 
 
 async def run(ctx: JourneyContext) -> None:

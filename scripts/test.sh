@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The whole test suite, with all its set-up: venv and install, a Docker engine (installed and
+# started when none runs), the local base and runner images (no registry needed), then pytest.
+# Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/bootstrap.sh test
+if [ "${ACP_JOURNEYS_SKIP_DOCKER:-}" != "1" ]; then
+  scripts/docker-up.sh
+  scripts/build-base-image.sh
+  scripts/build-runner-image.sh
+fi
+set +e
+.venv/bin/python -m pytest "$@"
+code=$?
+set -e
+if [ "$code" = 5 ]; then
+  echo "test: pytest collected no test" >&2
+  exit 1
+fi
+exit "$code"
