@@ -570,6 +570,7 @@ class Agent:
         self.tool_call_ids = itertools.count(1)
         self.groups = ProcessGroups()
         self.prompts_seen = 0
+        self.latency = 0.0
         self._stopping = threading.Lock()
         self.handlers = {
             "initialize": self.initialize,
@@ -781,6 +782,8 @@ class Agent:
             if self.broken("plan-writes-file") and session.mode == "plan":
                 Path(session.cwd, "notes.md").write_text("# Notes\n")
             session.history.append({"role": "user", "text": text})
+            if self.latency and turn.cancelled.wait(self.latency):
+                return  # cancelled while "the model" thought; cancel() answers this turn
             reply = self.respond_to(turn, text, images)
             if turn.cancelled.is_set() and not self.broken("cancel-end-turn"):
                 session.save()
@@ -1006,8 +1009,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="The reference ACP agent of acp-journeys.")
     parser.add_argument("--defect", action="append", default=[], choices=sorted(DEFECTS),
                         metavar="NAME", help="break one thing on purpose (repeatable)")
+    parser.add_argument("--latency", type=float, default=0.0, metavar="SECONDS",
+                        help="wait this long before each reply, as a model would (for benchmarks)")
     args = parser.parse_args(argv)
     agent = Agent(set(args.defect))
+    agent.latency = max(0.0, args.latency)
     signal.signal(signal.SIGTERM, lambda *_: agent.shutdown(0))
     if agent.broken("stderr-flood"):
         flood_stderr()
