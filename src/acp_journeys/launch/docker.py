@@ -30,6 +30,7 @@ import logging
 import os
 import posixpath
 import shutil
+import signal
 import tarfile
 import tempfile
 import time
@@ -188,10 +189,25 @@ class DockerSandbox(Sandbox):
             return None
         return None
 
-    async def _kill_pid(self, pid: int | None) -> None:
-        """SIGTERM, then SIGKILL after a grace, with the holder; all but the holder if that fails."""
-        if pid is not None:
-            code, _ = await self._helper(["kill", str(KILL_GRACE_MS), str(pid)])
+    async def _kill_pid(self, proc: DockerAgentProcess) -> None:
+        """SIGTERM, then SIGKILL after a grace; when neither can be sent, all but the holder.
+
+        On the engine's host we signal the host pid ourselves: an exec needs a free pid and CPU,
+        which a fork bomb leaves little of. Elsewhere the holder's `kill` does the same inside.
+        """
+        if self.launcher.shared[0] == "host" and _same_process(proc.host_pid, proc.pid):
+            assert proc.host_pid is not None
+            for sig, grace in ((signal.SIGTERM, KILL_GRACE_MS / 1000), (signal.SIGKILL, 5.0)):
+                try:
+                    os.kill(proc.host_pid, sig)
+                except ProcessLookupError:
+                    return
+                except PermissionError:
+                    break  # a rootless engine's processes: let the holder do it
+                if await proc.wait(grace) is not None:
+                    return
+        elif proc.pid is not None:
+            code, _ = await self._helper(["kill", str(KILL_GRACE_MS), str(proc.pid)])
             if code == 0:
                 return
         await self._signal_holder_kill_all()
@@ -302,11 +318,27 @@ class DockerSandbox(Sandbox):
             return []
         agent = self._current
         mine = {agent.pid, agent.host_pid} - {None}
-        found = [p for p in await self._list() if p.pid not in mine]
+        # Frozen, the container's processes can neither fork nor burn the CPU that `ps` needs
+        # (a fork bomb makes an unfrozen listing take seconds), and the list is a true picture.
+        paused = await self._pause(True)
+        try:
+            found = [p for p in await self._list() if p.pid not in mine]
+        finally:
+            if paused:
+                await self._pause(False)
         if found:
             await self._kill_all_but_holder()
         await agent.aclose()
         return found
+
+    async def _pause(self, frozen: bool) -> bool:
+        api = self.launcher.api
+        try:
+            await self.launcher.call(api.pause if frozen else api.unpause, self.container_id)
+            return True
+        except Exception as exc:
+            log.debug("could not %s %s: %s", "pause" if frozen else "unpause", self.sid, _short(exc))
+            return False
 
     async def _kill_all_but_holder(self) -> None:
         await self._signal_holder_kill_all()
@@ -708,6 +740,20 @@ class DockerLauncher(Launcher):
 def _is_ours(args: tuple[str, ...]) -> bool:
     """The holder itself or one of our `holder ps`/`holder kill` execs."""
     return args[:1] == (sup.HOLDER,) and args[1:2] in ((), ("hold",), ("ps",), ("kill",))
+
+
+def _same_process(host_pid: int | None, pid: int | None) -> bool:
+    """Is host pid `host_pid` (still) the process that the container knows as `pid`?"""
+    if host_pid is None or pid is None:
+        return False
+    try:
+        status = Path(f"/proc/{host_pid}/status").read_text()
+    except OSError:
+        return False
+    for line in status.splitlines():
+        if line.startswith("NSpid:"):
+            return line.split()[-1] == str(pid)
+    return False
 
 
 def _enrich_from_proc(rows: list[tuple[int, str]]) -> list[ProcInfo]:

@@ -74,7 +74,7 @@ class DockerAgentProcess(AgentProcess):
         sock: socket.socket,
         pending: bytes,
         read_pid: Callable[[], Awaitable[int | None]],
-        kill_pid: Callable[[int | None], Awaitable[None]],
+        kill_pid: Callable[["DockerAgentProcess"], Awaitable[None]],
     ) -> None:
         self._api = api
         self._executor = executor
@@ -194,7 +194,8 @@ class DockerAgentProcess(AgentProcess):
     async def kill(self) -> None:
         if self._exit_code is not None or await self._poll() is not None:
             return
-        await self._kill_pid(await self.known_pid(2.0))
+        await self.known_pid(2.0)
+        await self._kill_pid(self)
         await self.wait(5.0)
 
     async def aclose(self) -> None:
