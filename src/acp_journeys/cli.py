@@ -53,17 +53,54 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--demo", action="store_true", help="run against the bundled reference agent")
     run.add_argument("--docs-url", default=catalog.DEFAULT_DOCS_URL, help="the base of failure links")
     run.add_argument("--env", action="append", default=[], metavar="NAME[=VALUE]",
-                     help="set an environment variable for the agent (its value is a secret)")
+                     help="set an environment variable for the agent; NAME alone passes this "
+                          "environment's value (values are secrets: never printed or stored)")
+    run.add_argument("--image", metavar="IMAGE",
+                     help="run each journey in its own container made from IMAGE (docker mode)")
+    run.add_argument("--network", action="store_true", help="docker mode: give the agent the default bridge")
+    run.add_argument("--login", action="append", default=[], metavar="SRC[:DEST]",
+                     help="docker mode: mount a file or folder read-only (DEST: same path under the "
+                          "container user's home); its content is a secret")
+    run.add_argument("--pull", choices=("never", "missing"), default="never",
+                     help="docker mode: pull IMAGE when it is missing (default: never)")
+    run.add_argument("--agent-dir", metavar="DIR", help="docker mode: mount DIR at /agent in each container")
+    run.add_argument("--subject-sha", metavar="SHA", help="the commit under test, for release gates")
+    _add_report_options(run)
     run.add_argument("--tracking", choices=("auto", "subreaper"), default="auto", help=argparse.SUPPRESS)
     run.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     run.add_argument("agent", nargs=argparse.REMAINDER, help="-- COMMAND [ARG...]")
 
     verify = sub.add_parser("verify", help="judge a result.json again from its evidence")
     verify.add_argument("path")
+    verify.add_argument("--expect-sha", metavar="SHA",
+                        help="also fail when the result belongs to another commit or agent image")
+    _add_report_options(verify)
+
+    report = sub.add_parser("report", help="publish a result.json (a GitHub check run and job summary)")
+    report.add_argument("path")
+    report.add_argument("--github", action="store_true", required=True,
+                        help="post a check run and write the job summary and step outputs")
+    report.add_argument("--token", help="the GitHub token (default: $GITHUB_TOKEN)")
+    report.add_argument("--check-name", default="ACP journeys")
+    report.add_argument("--docs-url", default=None, help="the base of failure links (default: the result's)")
+    report.add_argument("--baseline", metavar="FILE", help="the expected-failures baseline (YAML)")
+
+    init = sub.add_parser("init", help="write the PR-check workflow into an agent repo")
+    init.add_argument("--path", default=".", metavar="REPO")
+    init.add_argument("--agent-command", required=True, metavar="CMD")
+    init.add_argument("--dockerfile", metavar="PATH")
+
+    sub.add_parser("mcp-server", help="serve the rondar MCP tools on stdio (to try them by hand)")
 
     sub.add_parser("list", help="the journeys and the checks, with failure ids and doc anchors")
     sub.add_parser("schema", help="print the JSON Schema of result.json")
     return parser
+
+
+def _add_report_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--junit", metavar="PATH", help="also write a JUnit XML report")
+    parser.add_argument("--baseline", metavar="FILE",
+                        help="expected failures (YAML): pass when only these fail; a stale entry fails")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -73,6 +110,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(args)
         if args.command == "verify":
             return _verify(args)
+        if args.command == "report":
+            return _report(args)
+        if args.command == "init":
+            return _init(args)
+        if args.command == "mcp-server":
+            from acp_journeys.mcp_server import serve_stdio
+
+            asyncio.run(serve_stdio())
+            return EXIT_PASS
         if args.command == "list":
             print(list_text())
             return EXIT_PASS
@@ -138,6 +184,7 @@ def _run(args: argparse.Namespace) -> int:
     if not args.timeout_scale > 0:
         raise UsageError("--timeout-scale takes a number above 0")
 
+    baseline = _load_baseline(args.baseline)
     redactor = Redactor()
     env: dict[str, str] = {}
     for option in args.env:
@@ -153,32 +200,97 @@ def _run(args: argparse.Namespace) -> int:
         demo_state = tempfile.mkdtemp(prefix="acp-journeys-demo-")
         env.setdefault("ACP_REFERENCE_AGENT_STATE", demo_state)
 
+    logins = []
+    for option in args.login:
+        source, _, dest = option.partition(":")
+        if not os.path.exists(source):
+            raise UsageError(f"--login {source}: no such file or folder")
+        redactor.add_path(source)
+        logins.append((os.path.abspath(source), dest))
+    if not args.image and (args.network or logins or args.agent_dir):
+        raise UsageError("--network, --login and --agent-dir need docker mode (--image IMAGE)")
+
     run_id = uuid.uuid4().hex[:12]
-    launcher = LocalLauncher(run_id, env=env, tracking=None if args.tracking == "auto" else args.tracking)
+    if args.image:
+        from acp_journeys.launch.docker import DockerLauncher
+
+        if args.demo:
+            # The runner image carries the reference agent at a fixed path.
+            argv = ["python3", "/opt/acp-journeys/reference_agent.py"]
+            env["ACP_REFERENCE_AGENT_STATE"] = "/tmp/acp-reference-agent"
+        launcher = DockerLauncher(args.image, run_id=run_id, network=args.network, env=env, logins=logins,
+                                  pull=args.pull, agent_dir=os.path.abspath(args.agent_dir) if args.agent_dir else None)
+    else:
+        launcher = LocalLauncher(run_id, env=env, tracking=None if args.tracking == "auto" else args.tracking)
     progress = console.Progress(redactor=redactor, quiet=args.quiet)
-    config = RunConfig(argv=argv, journeys=journeys, parallel=args.parallel,
-                       bounds=Bounds(scale=args.timeout_scale), strict=args.strict,
-                       transcripts=args.transcripts, docs_url=args.docs_url)
+    subject = {}
+    if args.subject_sha or os.environ.get("GITHUB_SHA"):
+        subject["sha"] = args.subject_sha or os.environ["GITHUB_SHA"]
+    if args.image:
+        subject["image"] = args.image
     try:
         try:
             asyncio.run(launcher.check(argv))
         except LaunchError as exc:
             asyncio.run(launcher.close())
             raise UsageError(str(exc)) from None
-        progress.say(f"running {len(journeys)} journey(s) against: {' '.join(argv)} "
-                     f"({launcher.describe().get('tracking')} tracking)")
+        where = f"in containers of {args.image}" if args.image else \
+            f"here, {launcher.describe().get('tracking')} tracking"
+        progress.say(f"running {len(journeys)} journey(s) against: {' '.join(argv)} ({where})")
+        config = RunConfig(argv=argv, journeys=journeys, parallel=args.parallel,
+                           bounds=Bounds(scale=args.timeout_scale), strict=args.strict,
+                           transcripts=args.transcripts, docs_url=args.docs_url, subject=subject)
         result, stopped_by = asyncio.run(_execute(Run(config, launcher, progress)))
     finally:
         if demo_state:
             shutil.rmtree(demo_state, ignore_errors=True)
     result_json.write(result, args.output, redactor)
-    print(redactor.redact(console.table(result)))
+    # Everything printed or written from here on comes from the masked copy.
+    result = type(result).model_validate_json(result_json.dump(result, redactor))
+    code = _publish(result, args, baseline)
     print(f"result: {args.output}")
     if stopped_by is not None:
         print(f"acp-journeys: stopped by {signal.Signals(stopped_by).name}; {args.output} is partial",
               file=sys.stderr)
         return 128 + stopped_by
-    return EXIT_PASS if result.verdict == "pass" else EXIT_FAIL
+    return code
+
+
+def _load_baseline(path: str | None):
+    if not path:
+        return None
+    from acp_journeys.baseline import BaselineError, load_baseline
+
+    try:
+        return load_baseline(path)
+    except BaselineError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"--baseline {path}: {exc.strerror or exc}") from None
+
+
+def _publish(result, args: argparse.Namespace, baseline) -> int:
+    """The table, the baseline's word and the JUnit file; returns the exit code of the verdict."""
+    from acp_journeys.report import console
+
+    print(console.table(result))
+    outcome = None
+    verdict = result.verdict
+    if baseline is not None:
+        from acp_journeys.baseline import apply_baseline
+
+        outcome = apply_baseline(result, baseline)
+        print("")
+        for message in outcome.messages:
+            print(f"baseline: {message}")
+        print(f"verdict under the baseline: {outcome.verdict.upper()}")
+        verdict = outcome.verdict
+    if args.junit:
+        from acp_journeys.report.junit import write_junit
+
+        write_junit(result, args.junit, docs_url=result.docs_url, baseline=outcome)
+        print(f"junit: {args.junit}")
+    return EXIT_PASS if verdict == "pass" else EXIT_FAIL
 
 
 async def _execute(run) -> tuple[object, int | None]:
@@ -210,18 +322,67 @@ def _verify(args: argparse.Namespace) -> int:
     from acp_journeys.judge import judge_result
     from acp_journeys.report import console, result_json
 
+    baseline = _load_baseline(args.baseline)
     try:
         stored = result_json.read(args.path)
     except result_json.ResultFileError as exc:
         raise UsageError(str(exc)) from None
     result = judge_result(stored)
-    print(console.table(result))
+    code = _publish(result, args, baseline)
     changed = [j.id for j, s in zip(result.journeys, stored.journeys)
                if j.verdict != s.verdict or [f.id for f in j.failures] != [f.id for f in s.failures]]
     if changed:
         print(f"note: the stored verdicts of {', '.join(changed)} do not match their evidence; "
               "the verdict above is the one computed from the evidence", file=sys.stderr)
-    return EXIT_PASS if result.verdict == "pass" else EXIT_FAIL
+    if args.expect_sha:
+        tested = {result.subject.get("sha"), result.subject.get("image")} - {None}
+        if not any(args.expect_sha == t or (len(args.expect_sha) >= 7 and t.startswith(args.expect_sha))
+                   for t in tested):
+            what = ", ".join(sorted(tested)) or "no recorded commit or image"
+            print(f"acp-journeys: this result is not of {args.expect_sha}: it tested {what}", file=sys.stderr)
+            return EXIT_FAIL
+    return code
+
+
+def _report(args: argparse.Namespace) -> int:
+    from acp_journeys.report import result_json
+    from acp_journeys.report.github import report_github
+
+    try:
+        result = result_json.read(args.path)
+    except result_json.ResultFileError as exc:
+        raise UsageError(str(exc)) from None
+    from acp_journeys.judge import judge_result
+
+    result = judge_result(result)  # what we publish is what the evidence says
+    outcome = None
+    baseline = _load_baseline(args.baseline)
+    if baseline is not None:
+        from acp_journeys.baseline import apply_baseline
+
+        outcome = apply_baseline(result, baseline)
+    report = report_github(result, env=os.environ, token=args.token or os.environ.get("GITHUB_TOKEN"),
+                           docs_url=args.docs_url or result.docs_url, check_name=args.check_name,
+                           baseline=outcome, result_path=args.path)
+    for warning in report.warnings:
+        print(f"::warning::{warning}")
+    if report.check_url:
+        print(f"check run: {report.check_url}")
+    print(f"verdict: {report.verdict}")
+    return EXIT_PASS  # publishing never fails the job; the gate step does
+
+
+def _init(args: argparse.Namespace) -> int:
+    from acp_journeys.init_workflow import InitError, init_workflow
+
+    try:
+        outcome = init_workflow(args.path, args.agent_command, args.dockerfile)
+    except InitError as exc:
+        raise UsageError(str(exc)) from None
+    print(outcome.message)
+    for note in outcome.notes:
+        print(f"note: {note}")
+    return EXIT_PASS
 
 
 if __name__ == "__main__":
