@@ -1,0 +1,161 @@
+"""Secrets never leave the run (redact.py): every --env value and --login file is masked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from acp_journeys.evidence import JourneyEvidence
+from acp_journeys.redact import MASK, MIN_SECRET, Redactor, parse_env_option
+
+
+def redactor(*secrets: str) -> Redactor:
+    r = Redactor()
+    for secret in secrets:
+        r.add(secret)
+    return r
+
+
+def test_a_secret_is_masked_everywhere_it_appears() -> None:
+    r = redactor("sk-live-123456")
+    assert r.redact("key=sk-live-123456 and again sk-live-123456.") == f"key={MASK} and again {MASK}."
+
+
+def test_text_without_secrets_is_unchanged() -> None:
+    assert redactor("sk-live-123456").redact("nothing to see") == "nothing to see"
+
+
+def test_an_empty_redactor_is_false_and_changes_nothing() -> None:
+    r = Redactor()
+    assert not r and r.redact("sk-live-123456") == "sk-live-123456"
+
+
+@pytest.mark.parametrize("value", ["1", "yes", "  ab  ", ""])
+def test_values_shorter_than_the_minimum_are_not_secrets(value: str) -> None:
+    r = redactor(value)
+    assert not r and r.redact("1 yes ab") == "1 yes ab"
+
+
+def test_a_value_of_exactly_the_minimum_length_is_a_secret() -> None:
+    value = "x" * MIN_SECRET
+    assert redactor(value).redact(f"[{value}]") == f"[{MASK}]"
+
+
+def test_surrounding_whitespace_of_a_value_is_not_part_of_the_secret() -> None:
+    assert redactor("  hunter22\n").redact("pw: hunter22!") == f"pw: {MASK}!"
+
+
+def test_a_secret_is_masked_as_json_escapes_it() -> None:
+    secret = 'pa"ss\\word'
+    text = json.dumps({"stderr": f"login with {secret}"})
+    assert redactor(secret).redact(text) == json.dumps({"stderr": f"login with {MASK}"})
+
+
+def test_a_non_ascii_secret_is_masked_raw_and_as_ascii_escaped_json() -> None:
+    r = redactor("pässwörd-42")
+    assert r.redact("pässwörd-42") == MASK
+    assert r.redact(json.dumps("pässwörd-42")) == f'"{MASK}"'
+
+
+def test_each_long_line_of_a_multi_line_secret_is_masked_on_its_own() -> None:
+    pem = "-----BEGIN KEY-----\nMIIEvQIBADANBgkq\nhkiG9w0BAQEFAASC\nab\n-----END KEY-----"
+    out = redactor(pem).redact("the agent printed hkiG9w0BAQEFAASC and MIIEvQIBADANBgkq")
+    assert out == f"the agent printed {MASK} and {MASK}"
+
+
+def test_a_multi_line_secret_is_masked_whole_in_json_too() -> None:
+    pem = "-----BEGIN KEY-----\nMIIEvQIBADANBgkq\n-----END KEY-----"
+    assert redactor(pem).redact(json.dumps({"v": pem})) == json.dumps({"v": MASK})
+
+
+def test_the_longest_secret_is_masked_first() -> None:
+    out = redactor("abcd", "abcdefgh-long").redact("abcdefgh-long / abcd")
+    assert out == f"{MASK} / {MASK}"
+
+
+def test_the_serialized_result_of_a_run_is_masked() -> None:
+    r = redactor("sk-live-123456")
+    e = JourneyEvidence(journey="turn-to-end", stopped_early="auth failed for sk-live-123456")
+    assert "sk-live-123456" not in r.redact(e.model_dump_json())
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: result.json is pydantic JSON, which escapes quotes and backslashes but "
+                                      "keeps non-ASCII raw; Redactor adds only the raw and the ASCII-escaped forms, "
+                                      "so a secret with both (pä\"ss) leaks")
+def test_a_secret_with_non_ascii_and_a_quote_is_masked_in_result_json() -> None:
+    secret = 'pä"ss-word'
+    e = JourneyEvidence(journey="turn-to-end", stopped_early=f"auth failed for {secret}")
+    out = redactor(secret).redact(e.model_dump_json())
+    assert "ss-word" not in out
+
+
+# --- --login paths ---------------------------------------------------------------------------------
+
+
+def test_a_login_file_is_masked_whole_and_line_by_line(tmp_path: Path) -> None:
+    login = tmp_path / "token"
+    login.write_text("ghp_abcdefghijklmnop\nsecond-line-token\n")
+    r = Redactor()
+    r.add_path(str(login))
+    assert r.redact("using ghp_abcdefghijklmnop then second-line-token") == f"using {MASK} then {MASK}"
+
+
+def test_every_file_under_a_login_folder_is_masked(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.txt").write_text("first-secret-value")
+    (tmp_path / "sub" / "b.txt").write_text("second-secret-value")
+    r = Redactor()
+    r.add_path(str(tmp_path))
+    assert r.redact("first-secret-value second-secret-value") == f"{MASK} {MASK}"
+
+
+def test_a_missing_login_path_adds_nothing(tmp_path: Path) -> None:
+    r = Redactor()
+    r.add_path(str(tmp_path / "nope"))
+    assert not r
+
+
+def test_a_binary_login_file_does_not_raise(tmp_path: Path) -> None:
+    (tmp_path / "key.bin").write_bytes(bytes(range(256)) * 4)
+    r = Redactor()
+    r.add_path(str(tmp_path))
+    assert r
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: a login file is masked only as its whole text and its lines, so a "
+                                      "token inside a one-line JSON credentials file leaks when the agent prints "
+                                      "the token alone")
+def test_a_token_inside_a_json_login_file_is_masked_on_its_own(tmp_path: Path) -> None:
+    login = tmp_path / ".credentials.json"
+    login.write_text(json.dumps({"oauth": {"accessToken": "sk-ant-oat01-abcdefghijkl", "expiresAt": 1}}))
+    r = Redactor()
+    r.add_path(str(login))
+    assert "sk-ant-oat01-abcdefghijkl" not in r.redact("Authorization: Bearer sk-ant-oat01-abcdefghijkl")
+
+
+# --- --env NAME / NAME=VALUE ------------------------------------------------------------------------
+
+
+def test_env_name_equals_value_sets_the_value() -> None:
+    assert parse_env_option("API_KEY=abc=def", {}) == ("API_KEY", "abc=def")
+
+
+def test_env_name_with_an_empty_value_is_allowed() -> None:
+    assert parse_env_option("EMPTY=", {}) == ("EMPTY", "")
+
+
+def test_env_name_alone_passes_the_hosts_value() -> None:
+    assert parse_env_option("API_KEY", {"API_KEY": "from-host"}) == ("API_KEY", "from-host")
+
+
+def test_env_name_alone_that_the_host_does_not_set_is_an_error() -> None:
+    with pytest.raises(ValueError, match="API_KEY: not set in this environment"):
+        parse_env_option("API_KEY", {})
+
+
+@pytest.mark.parametrize("option", ["", "=value", "BAD-NAME=x", "A B=x", "$HOME=x"])
+def test_env_with_a_bad_name_is_an_error(option: str) -> None:
+    with pytest.raises(ValueError, match="expected NAME or NAME=VALUE"):
+        parse_env_option(option, {})

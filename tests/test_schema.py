@@ -1,0 +1,261 @@
+"""Per-method validation against the vendored ACP v1 schema (protocol/schema.py).
+
+The last part drives the 7 real journey scripts against a scripted connection (no process) and
+checks every request they send against its `client-message` route: the runner speaks valid ACP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from typing import Any
+
+import pytest
+
+from acp_journeys import prompts
+from acp_journeys.connection import Answer
+from acp_journeys.journeys import SCRIPTS
+from acp_journeys.journeys.driver import AgentSession, Bounds, JourneyContext
+from acp_journeys.journeys.image_and_file import red_png
+from acp_journeys.mcp_server import mcp_server_entry, relay_command
+from acp_journeys.protocol import jsonrpc
+from acp_journeys.protocol.schema import definition_for, violations
+
+# --- what the agent sends ---------------------------------------------------------------------
+
+
+def chunk(content: Any) -> dict[str, Any]:
+    return {"sessionId": "s-1", "update": {"sessionUpdate": "agent_message_chunk", "content": content}}
+
+
+def test_a_valid_initialize_response_passes() -> None:
+    answer = {"protocolVersion": 1, "agentCapabilities": {"loadSession": True, "promptCapabilities": {"image": True}},
+              "authMethods": [], "agentInfo": {"name": "agent", "version": "1.0"}}
+    assert violations("agent-response", "initialize", answer) == []
+
+
+def test_a_string_protocol_version_is_a_violation_at_its_path() -> None:
+    found = violations("agent-response", "initialize", {"protocolVersion": "1"})
+    assert len(found) == 1
+    assert found[0].startswith("initialize InitializeResponse at protocolVersion:")
+    assert "not of type 'integer'" in found[0]
+
+
+def test_an_initialize_response_without_a_protocol_version_is_a_violation() -> None:
+    found = violations("agent-response", "initialize", {"agentCapabilities": {}})
+    assert len(found) == 1 and "at (top)" in found[0] and "protocolVersion" in found[0]
+
+
+def test_an_agent_message_chunk_passes() -> None:
+    assert violations("agent-notification", "session/update", chunk({"type": "text", "text": "REPLY-1"})) == []
+
+
+@pytest.mark.parametrize("content", [{"type": "text", "text": 5}, {"text": "no type"}, None],
+                         ids=["text-not-a-string", "no-type", "no-content"])
+def test_a_malformed_agent_message_chunk_is_a_violation_naming_the_path(content: Any) -> None:
+    found = violations("agent-notification", "session/update", chunk(content))
+    assert found and found[0].startswith("session/update SessionNotification at update:")
+
+
+def test_a_session_update_without_a_session_id_is_a_violation() -> None:
+    payload = chunk({"type": "text", "text": "x"})
+    del payload["sessionId"]
+    found = violations("agent-notification", "session/update", payload)
+    assert found and "at (top)" in found[0] and "sessionId" in found[0]
+
+
+PERMISSION = {
+    "sessionId": "s-1",
+    "toolCall": {"toolCallId": "t-1", "title": "sleep 120", "kind": "execute", "rawInput": {"command": "sleep 120"}},
+    "options": [{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+                {"optionId": "no", "name": "Reject", "kind": "reject_once"}],
+}
+
+
+def test_a_permission_request_from_the_agent_is_validated_and_passes() -> None:
+    assert definition_for("agent-request", "session/request_permission") == "RequestPermissionRequest"
+    assert violations("agent-request", "session/request_permission", PERMISSION) == []
+
+
+def test_a_permission_request_with_an_unknown_option_kind_is_a_violation_at_the_option() -> None:
+    bad = {**PERMISSION, "options": [{"optionId": "x", "name": "Maybe", "kind": "maybe"}]}
+    found = violations("agent-request", "session/request_permission", bad)
+    assert found and found[0].startswith("session/request_permission RequestPermissionRequest at options/0/kind:")
+
+
+def test_a_permission_request_without_options_is_a_violation() -> None:
+    bad = {k: v for k, v in PERMISSION.items() if k != "options"}
+    assert violations("agent-request", "session/request_permission", bad)
+
+
+@pytest.mark.parametrize("role,method", [
+    ("agent-response", "vendor/unknown"),
+    ("agent-notification", "_vendor/progress"),
+    ("agent-request", "x/y"),
+    ("client-message", "session/request_permission"),  # a real method, but not one the client sends
+])
+def test_unknown_methods_give_no_violations(role: str, method: str) -> None:
+    assert definition_for(role, method) is None
+    assert violations(role, method, {"anything": ["at", "all"]}) == []
+    assert violations(role, method, "not even an object") == []
+
+
+def test_violations_stop_at_the_limit() -> None:
+    bad = {"sessionId": 1, "toolCall": 2, "options": 3}
+    assert len(violations("agent-request", "session/request_permission", bad, limit=2)) == 2
+
+
+# --- what we send: the shapes of every request of the journeys ----------------------------------
+
+MCP_SERVERS = [mcp_server_entry(relay_command("/tmp/rondar-mcp/turn-to-end.sock"))]
+IMAGE_BLOCK = {"type": "image", "mimeType": "image/png", "data": base64.b64encode(red_png()).decode()}
+
+OUR_REQUESTS = [
+    ("initialize", {"protocolVersion": 1, "clientCapabilities": {}}),
+    ("session/new", {"cwd": "/workspace", "mcpServers": MCP_SERVERS}),
+    ("session/load", {"sessionId": "s-1", "cwd": "/workspace", "mcpServers": MCP_SERVERS}),
+    ("session/prompt", {"sessionId": "s-1", "prompt": [{"type": "text", "text": prompts.image_and_file()},
+                                                       IMAGE_BLOCK]}),
+    ("session/set_mode", {"sessionId": "s-1", "modeId": "plan"}),
+    ("session/set_config_option", {"sessionId": "s-1", "configId": "mode", "value": "plan"}),
+    ("session/cancel", {"sessionId": "s-1"}),
+]
+
+
+def test_the_mcp_server_entry_is_a_stdio_server_with_an_empty_env_list() -> None:
+    entry = MCP_SERVERS[0]
+    assert set(entry) == {"name", "command", "args", "env"} and entry["env"] == []
+    assert entry["name"] == "rondar" and entry["command"].startswith("/")
+
+
+@pytest.mark.parametrize("method,params", OUR_REQUESTS, ids=[m for m, _ in OUR_REQUESTS])
+def test_each_request_shape_we_send_is_valid_for_its_client_message_route(method: str, params: dict) -> None:
+    assert definition_for("client-message", method) is not None
+    assert violations("client-message", method, params) == []
+
+
+def test_the_client_message_route_does_catch_a_bad_request() -> None:
+    # the check above can fail: an MCP server entry without env is not an McpServerStdio
+    broken = {"cwd": "/workspace", "mcpServers": [{"name": "rondar", "command": "/bin/relay", "args": []}]}
+    assert violations("client-message", "session/new", broken)
+    assert violations("client-message", "session/prompt", {"sessionId": "s", "prompt": [{"type": "image"}]})
+
+
+# --- what we send, for real: the 7 journey scripts over a scripted connection ----------------------
+
+SESSION_NEW_ANSWER = {
+    "sessionId": "s-1",
+    "modes": {"currentModeId": "default", "availableModes": [{"id": "default", "name": "Default"},
+                                                               {"id": "plan", "name": "Plan"}]},
+}
+SESSION_NEW_CONFIG_ANSWER = {
+    "sessionId": "s-1",
+    "configOptions": [{"id": "mode", "name": "Mode", "category": "mode", "type": "select", "currentValue": "ask",
+                       "options": [{"value": "ask", "name": "Ask"}, {"value": "plan", "name": "Plan"}]}],
+}
+
+
+class ScriptedConnection:
+    """Stands in for AgentConnection: records what the driver sends and answers like a good agent."""
+
+    def __init__(self, session: AgentSession, sent: list[tuple[str, Any]], new_answer: dict[str, Any]) -> None:
+        self.session = session
+        self.sent = sent
+        self.new_answer = new_answer
+        self.stdout_closed = asyncio.Event()
+        self.cancelled = asyncio.Event()
+
+    async def request(self, method: str, params: Any, timeout: float) -> Answer:
+        self.sent.append((method, params))
+        result: Any = {}
+        if method == "initialize":
+            result = {"protocolVersion": 1,
+                      "agentCapabilities": {"loadSession": True, "promptCapabilities": {"image": True}}}
+        elif method == "session/new":
+            result = self.new_answer
+        elif method == "session/prompt":
+            result = {"stopReason": "end_turn"}
+            if "sleep 120" in params["prompt"][0]["text"]:
+                update = {"sessionUpdate": "tool_call", "toolCallId": "t-1", "title": "sleep 120", "kind": "execute"}
+                self.session._notification(jsonrpc.Notification(
+                    "session/update", {"sessionId": "s-1", "update": update}, ""))
+                await self.cancelled.wait()
+                result = {"stopReason": "cancelled"}
+        return Answer(result=result, raw="{}", answered_at=0.0)
+
+    async def notify(self, method: str, params: Any) -> bool:
+        self.sent.append((method, params))
+        if method == "session/cancel":
+            self.cancelled.set()
+        return True
+
+
+class FakeSandbox:
+    workspace = "/workspace"
+
+    def mcp_command(self) -> list[str]:
+        return relay_command("/tmp/rondar-mcp/journey.sock")
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        pass
+
+    async def snapshot(self, folder: str) -> dict[str, str]:
+        return {}
+
+    async def file_exists(self, path: str) -> bool:
+        return True
+
+    async def agent_processes(self) -> list:
+        return []
+
+
+def sent_by_journey(journey_id: str, monkeypatch: pytest.MonkeyPatch,
+                    new_answer: dict[str, Any] = SESSION_NEW_ANSWER) -> list[tuple[str, Any]]:
+    sent: list[tuple[str, Any]] = []
+
+    async def start(self: AgentSession) -> None:
+        self.conn = ScriptedConnection(self, sent, new_answer)  # type: ignore[assignment]
+
+    monkeypatch.setattr(AgentSession, "start", start)
+    ctx = JourneyContext(journey_id, FakeSandbox(), ["agent", "--acp"], Bounds())  # type: ignore[arg-type]
+    asyncio.run(asyncio.wait_for(SCRIPTS[journey_id](ctx), 5))
+    assert ctx.evidence.stopped_early is None, ctx.evidence.stopped_early
+    return sent
+
+
+@pytest.mark.parametrize("journey_id", sorted(SCRIPTS))
+def test_every_request_a_journey_script_sends_is_valid_acp(journey_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    sent = sent_by_journey(journey_id, monkeypatch)
+    assert sent[0][0] == "initialize"
+    for method, params in sent:
+        assert definition_for("client-message", method) is not None, method
+        assert violations("client-message", method, params) == [], (method, params)
+
+
+def test_the_journey_scripts_together_send_every_method_of_the_runner(monkeypatch: pytest.MonkeyPatch) -> None:
+    methods = {m for j in SCRIPTS for m, _ in sent_by_journey(j, monkeypatch)}
+    methods |= {m for j in ("plan-turn-saved-plan", "plan-regular-plan")
+                for m, _ in sent_by_journey(j, monkeypatch, SESSION_NEW_CONFIG_ANSWER)}
+    assert methods == {m for m, _ in OUR_REQUESTS}
+
+
+@pytest.mark.parametrize("journey_id", ["plan-turn-saved-plan", "plan-regular-plan"])
+def test_plan_journeys_over_a_config_option_send_valid_set_config_option(
+        journey_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    sent = sent_by_journey(journey_id, monkeypatch, SESSION_NEW_CONFIG_ANSWER)
+    switches = [p for m, p in sent if m == "session/set_config_option"]
+    assert switches and switches[0] == {"sessionId": "s-1", "configId": "mode", "value": "plan"}
+    for params in switches:
+        assert violations("client-message", "session/set_config_option", params) == []
+
+
+def test_the_image_journey_sends_a_text_and_an_image_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    prompt = next(p for m, p in sent_by_journey("image-and-file", monkeypatch) if m == "session/prompt")
+    assert [b["type"] for b in prompt["prompt"]] == ["text", "image"]
+    assert prompt["prompt"][1]["mimeType"] == "image/png"
+    assert base64.b64decode(prompt["prompt"][1]["data"]).startswith(b"\x89PNG")
+
+
+def test_plan_regular_plan_switches_to_plan_then_the_initial_mode_then_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    sent = sent_by_journey("plan-regular-plan", monkeypatch)
+    assert [p["modeId"] for m, p in sent if m == "session/set_mode"] == ["plan", "default", "plan"]
