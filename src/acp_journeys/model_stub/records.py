@@ -1,0 +1,116 @@
+"""What the model stub saw: one record for every HTTP request, kept for the run's evidence.
+
+Rules of this module:
+- A record holds facts only: the dialect and path, the tools the agent offered, whether an image
+  was in the request (and could be decoded), what the stub decided and why. `hints` turns a
+  journey's records into sentences that a failure can quote ("the agent never offered a shell
+  tool to the model"); it never judges a journey.
+- Records are plain JSON-able dicts through `to_dict`; long strings are cut at `TEXT_LIMIT` so
+  that a 4 MB tool result cannot bloat result.json.
+- `RecordLog` is safe to use from the server's request threads and the runner's loop at once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+TEXT_LIMIT = 2000
+
+
+def _cut(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > TEXT_LIMIT:
+        return value[:TEXT_LIMIT] + f"… ({len(value)} characters)"
+    if isinstance(value, dict):
+        return {k: _cut(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cut(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    seq: int  # 1, 2, ... in order of arrival at this server
+    at: float  # time.monotonic() when the request arrived
+    tag: str | None  # the route tag of `ModelStub.url_for(tag)`, None for a bare URL
+    method: str
+    path: str
+    dialect: str | None  # "openai-chat" | "openai-responses" | "anthropic-messages" | "models" | None
+    status: int
+    stream: bool = False
+    model: str = ""
+    tools_offered: list[str] = field(default_factory=list)
+    messages: int = 0
+    image_present: bool = False
+    image_decoded: bool = False
+    intent: str | None = None
+    decision: dict[str, Any] | None = None  # {"text": ...} or {"tool_call": name, "arguments": {...}}
+    why: str = ""
+    error: str | None = None
+    seconds: float = 0.0  # from arrival to the last byte written
+
+    def to_dict(self) -> dict[str, Any]:
+        return _cut(asdict(self))
+
+
+class RecordLog:
+    def __init__(self) -> None:
+        self._records: list[RequestRecord] = []
+        self._lock = threading.Lock()
+        self._seq = 0
+
+    def next_seq(self) -> int:
+        with self._lock:
+            self._seq += 1
+            return self._seq
+
+    def add(self, record: RequestRecord) -> None:
+        with self._lock:
+            self._records.append(record)
+
+    def snapshot(self, tag: str | None = None, since: float | None = None,
+                 until: float | None = None) -> list[RequestRecord]:
+        """Records in order of arrival; only those of `tag`, and of [since, until], when given."""
+        with self._lock:
+            records = sorted(self._records, key=lambda r: r.seq)
+        return [r for r in records
+                if (tag is None or r.tag == tag)
+                and (since is None or r.at >= since) and (until is None or r.at <= until)]
+
+    def as_dicts(self, tag: str | None = None, since: float | None = None,
+                 until: float | None = None) -> list[dict[str, Any]]:
+        return [r.to_dict() for r in self.snapshot(tag, since, until)]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._records)
+
+
+def hints(records: list[RequestRecord]) -> list[str]:
+    """Sentences about what reached the model, for a failure message of a journey."""
+    model_requests = [r for r in records if r.dialect not in (None, "models")]
+    if not model_requests:
+        return ["the agent sent no request to the model endpoint"]
+    found: list[str] = []
+    failed = [r for r in model_requests if r.status >= 400]
+    if failed:
+        found.append(f"{len(failed)} model request(s) failed: {failed[0].status} {failed[0].error or ''}".strip())
+    intents = {r.intent for r in model_requests}
+    if "read_and_look" in intents and not any(r.image_present for r in model_requests):
+        found.append("the image never reached the model")
+    elif "read_and_look" in intents and not any(r.image_decoded for r in model_requests):
+        found.append("the image reached the model in a form it could not decode")
+    if any(r.why.startswith("no shell tool offered") for r in model_requests):
+        found.append("the agent offered no shell tool to the model")
+    if "recall" in intents and all(r.decision == {"text": "I don't know."} for r in model_requests
+                                   if r.intent == "recall"):
+        found.append("the conversation that reached the model did not hold the word to remember")
+    if "plan" in intents and any("no create_plan tool" in r.why for r in model_requests):
+        found.append("the agent offered the model no create_plan tool (were the MCP servers started?)")
+    return found
+
+
+def now() -> float:
+    return time.monotonic()
