@@ -1,5 +1,7 @@
 # The runner image: acp-journeys installed, with the static helpers (holder, relay) that it copies
-# into every agent container. It is also a general-runtime agent image (python3), for run.sh.
+# into every agent container, and the reference agent at /opt/acp-journeys/reference_agent.py.
+# It is also a general-runtime agent image (python3), for run.sh. /acp-journeys-shared (1777) is
+# where run.sh mounts the volume that holds the MCP sockets: a fresh volume takes that mode.
 #
 # Public build:   docker build .             (the base image and PyPI are reached as usual)
 # With no registry: scripts/build-runner-image.sh builds from a context folder that holds
@@ -34,6 +36,9 @@ RUN set -e; cd /tmp/ctx; \
         python3 -m pip install .; \
     fi; \
     mkdir -p /app && cp entrypoint.py /app/entrypoint.py; \
+    pkg="$(python3 -c 'import acp_journeys, os; print(os.path.dirname(acp_journeys.__file__))')"; \
+    mkdir -p /opt/acp-journeys && cp "$pkg/bundled/reference_agent.py" /opt/acp-journeys/reference_agent.py; \
+    mkdir -p -m 1777 /acp-journeys-shared; \
     cd / && rm -rf /tmp/ctx
 COPY --from=helpers /helpers/ /opt/acp-journeys/helpers/
 WORKDIR /work
