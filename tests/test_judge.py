@@ -503,9 +503,6 @@ def test_an_image_reply_in_no_chunk_is_reply_not_in_chunks_only() -> None:
     fails_with(image_and_file(""), "reply-not-in-chunks")
 
 
-@pytest.mark.xfail(strict=True, reason='BUG: "red" is matched as a substring of the whole reply, and the file '
-                                      "word is random uppercase (FILE-XXXXXXXX), so a reply of only the word "
-                                      "passes when the word holds RED")
 def test_red_inside_the_file_word_does_not_count_as_the_colour() -> None:
     e = image_and_file("FILE-ABREDXYZ")  # the word only, no colour
     e.markers["file"] = "FILE-ABREDXYZ"

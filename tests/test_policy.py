@@ -145,9 +145,6 @@ def test_plan_mode_allow_without_an_allow_option_answers_cancelled() -> None:
     assert answer.decision == "cancelled" and answer.outcome == {"outcome": "cancelled"}
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the Plan tools are matched as substrings of the title/toolCallId, "
-                                      "whatever the kind, so an edit or a shell command that names create_plan "
-                                      "or get_plan is allowed in Plan mode")
 @pytest.mark.parametrize("tool_call", [
     {"title": "Write get_plan_notes.md", "kind": "edit", "rawInput": {"path": "get_plan_notes.md"}},
     execute("rm -rf /workspace/src # create_plan"),
@@ -267,3 +264,15 @@ def test_no_plan_mode_records_what_was_offered() -> None:
     switch = find_plan_switch(answer)
     assert switch.how is None
     assert switch.offered_modes == ["default", "code"] and switch.offered_config_values == ["ask", "auto"]
+
+
+@pytest.mark.parametrize("command,allowed", [
+    ("bash -lc 'cat /w/plan-input.txt'", True),
+    ("sh -c 'cat /w/plan-input.txt'", True),
+    ("bash -lc 'cat a > b'", False),
+    ("bash -lc 'touch x'", False),
+])
+def test_plan_mode_judges_the_command_inside_a_shell_wrapper(command, allowed):
+    from acp_journeys.policy import plan_allows
+
+    assert plan_allows({"kind": "execute", "rawInput": {"command": command}})[0] is allowed

@@ -81,9 +81,6 @@ def test_the_serialized_result_of_a_run_is_masked() -> None:
     assert "sk-live-123456" not in r.redact(e.model_dump_json())
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: result.json is pydantic JSON, which escapes quotes and backslashes but "
-                                      "keeps non-ASCII raw; Redactor adds only the raw and the ASCII-escaped forms, "
-                                      "so a secret with both (pä\"ss) leaks")
 def test_a_secret_with_non_ascii_and_a_quote_is_masked_in_result_json() -> None:
     secret = 'pä"ss-word'
     e = JourneyEvidence(journey="turn-to-end", stopped_early=f"auth failed for {secret}")
@@ -124,9 +121,6 @@ def test_a_binary_login_file_does_not_raise(tmp_path: Path) -> None:
     assert r
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a login file is masked only as its whole text and its lines, so a "
-                                      "token inside a one-line JSON credentials file leaks when the agent prints "
-                                      "the token alone")
 def test_a_token_inside_a_json_login_file_is_masked_on_its_own(tmp_path: Path) -> None:
     login = tmp_path / ".credentials.json"
     login.write_text(json.dumps({"oauth": {"accessToken": "sk-ant-oat01-abcdefghijkl", "expiresAt": 1}}))

@@ -10,6 +10,7 @@ cause that stopped it, not by a pile of checks that never ran.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal
 
@@ -271,8 +272,10 @@ def _check_image_and_file(e: JourneyEvidence, f: _Findings) -> None:
     t = _turn(e, "image")
     if t and _turn_ended(t, f):
         _reply_holds(t, e.markers["file"], "reply-missing-word", f, what=f"the word of the file {e.markers['file']}")
-        if "reply-not-in-chunks" not in f.items:
-            _reply_holds(t, "red", "reply-missing-red", f, ignore_case=True, what='"red"')
+        # "red" as a word of its own, not inside the file word or "hundred"
+        rest = t.reply_text.replace(e.markers["file"], " ")
+        if "reply-not-in-chunks" not in f.items and not re.search(r"\bred\b", rest, re.IGNORECASE):
+            _reply_holds(t, "\0no-such-text", "reply-missing-red", f, what='the colour "red"')
 
 
 def _check_stop(e: JourneyEvidence, f: _Findings) -> None:

@@ -19,6 +19,8 @@ REFUSE_KINDS = ("reject_once", "reject_always")
 PLAN_TOOLS = ("create_plan", "get_plan")
 PLAN_ALLOWED_KINDS = ("read",)  # tool kinds that Plan mode allows
 PLAN_ALLOWED_COMMANDS = ("cat",)  # shell commands that Plan mode allows
+WRITING_KINDS = ("edit", "delete", "move", "execute")
+SHELLS = ("sh", "bash", "zsh", "dash")
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,8 @@ def plan_allows(tool_call: dict[str, Any]) -> tuple[bool, str]:
     raw = tool_call.get("rawInput")
     if isinstance(raw, dict):
         names += " " + " ".join(str(raw.get(k) or "") for k in ("name", "tool", "toolName"))
-    if any(tool in names for tool in PLAN_TOOLS):
+    # By name only for tools that do not say they write or run: "Write get_plan.md" stays refused.
+    if kind not in WRITING_KINDS and any(tool in names for tool in PLAN_TOOLS):
         return True, "Plan mode allows the rondar Plan tools"
     command = shell_command(tool_call)
     if command is not None and is_plain_command(command, PLAN_ALLOWED_COMMANDS):
@@ -76,11 +79,14 @@ def shell_command(tool_call: dict[str, Any]) -> str | None:
 
 def is_plain_command(command: str, programs: tuple[str, ...]) -> bool:
     """One simple command of one of `programs`: no pipes, redirections, chaining or substitution."""
-    if any(ch in command for ch in ";|&<>`$\n()"):
-        return False
     try:
         words = shlex.split(command)
     except ValueError:
+        return False
+    # `bash -lc 'cat x'` is the way many agents run every command: judge the inner one.
+    if len(words) == 3 and words[0].rsplit("/", 1)[-1] in SHELLS and words[1] in ("-c", "-lc"):
+        return is_plain_command(words[2], programs)
+    if any(ch in command for ch in ";|&<>`$\n()"):
         return False
     return bool(words) and words[0].rsplit("/", 1)[-1] in programs
 

@@ -23,6 +23,7 @@ class Redactor:
         if len(value) >= MIN_SECRET:
             self._secrets.add(value)
             self._secrets.add(json.dumps(value)[1:-1])
+            self._secrets.add(json.dumps(value, ensure_ascii=False)[1:-1])  # pydantic's form
             for line in value.splitlines():
                 if len(line.strip()) >= 8:
                     self._secrets.add(line.strip())
@@ -36,7 +37,22 @@ class Redactor:
                 data = file.read_bytes()[:max_bytes]
             except OSError:
                 continue
-            self.add(data.decode("utf-8", "replace"))
+            text = data.decode("utf-8", "replace")
+            self.add(text)
+            try:  # a token inside a one-line JSON credentials file, printed on its own
+                self._add_strings(json.loads(text))
+            except ValueError:
+                pass
+
+    def _add_strings(self, value: object) -> None:
+        if isinstance(value, str) and len(value) >= 8:
+            self.add(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                self._add_strings(item)
+        elif isinstance(value, list):
+            for item in value:
+                self._add_strings(item)
 
     def __bool__(self) -> bool:
         return bool(self._secrets)

@@ -404,8 +404,9 @@ def find_plan_switch(answer: dict[str, Any] | None) -> PlanSwitchEvidence:
             continue
         values = _option_values(option.get("options"))
         switch.offered_config_values += values
-        if "plan" in values:
-            switch.how, switch.plan_value = "config-option", "plan"
+        plan = next((v for v in values if v.lower() == "plan"), None)
+        if plan is not None:
+            switch.how, switch.plan_value = "config-option", plan
             switch.config_id = str(option.get("id"))
             switch.initial_value = option.get("currentValue")
             break

@@ -39,24 +39,24 @@ class LineBuffer:
                 self._keep(data[start:], out)
                 return out
             self._keep(data[start:end], out)
-            if self._dropping:
+            line = b"" if self._dropping else b"".join(self._parts)
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if self._dropping or len(line) > self.max_line:
                 out.append(Overlong(self._size))
-            else:
-                line = b"".join(self._parts)
-                if line.endswith(b"\r"):
-                    line = line[:-1]
-                if line.strip():
-                    out.append(Line(line))
+            elif line.strip():
+                out.append(Line(line))
             self._reset()
             start = end + 1
 
     def finish(self) -> list[Line | Overlong]:
         """End of stream: a last line with no newline still counts."""
         out: list[Line | Overlong] = []
-        if self._dropping:
+        line = b"".join(self._parts)
+        if self._dropping or len(line) > self.max_line:
             out.append(Overlong(self._size))
-        elif self._parts and b"".join(self._parts).strip():
-            out.append(Line(b"".join(self._parts)))
+        elif line.strip():
+            out.append(Line(line))
         self._reset()
         return out
 
@@ -66,7 +66,7 @@ class LineBuffer:
         self._size += len(chunk)
         if self._dropping:
             return
-        if self._size > self.max_line:
+        if self._size > self.max_line + 1:  # +1: the CR of a CRLF line end is not content
             self._dropping = True
             self._parts.clear()
             return

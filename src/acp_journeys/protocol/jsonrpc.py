@@ -50,9 +50,13 @@ class Invalid:
 Message = Union[Request, Notification, Response, Invalid]
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def parse(raw: str) -> Message:
     try:
-        obj = json.loads(raw)
+        obj = json.loads(raw, parse_constant=_no_constant)
     except ValueError as exc:
         return Invalid(f"not JSON: {exc}", raw, kind="not-json")
     if not isinstance(obj, dict):
@@ -71,7 +75,8 @@ def parse(raw: str) -> Message:
         if "result" in obj and "error" in obj:
             return Invalid("a response with both result and error", raw)
         error = obj.get("error")
-        if "error" in obj and not (isinstance(error, dict) and isinstance(error.get("code"), int)
+        code = error.get("code") if isinstance(error, dict) else None
+        if "error" in obj and not (isinstance(code, int) and not isinstance(code, bool)
                                    and isinstance(error.get("message"), str)):
             return Invalid("an error without an integer code and a message", raw)
         return Response(obj["id"], obj.get("result"), error, raw)
