@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 import re
 import socket
 import socketserver
@@ -32,8 +33,11 @@ from acp_journeys.model_stub.conversation import Conversation, Decision
 from acp_journeys.model_stub.dialects import AnthropicMessages, BadRequest, Dialect, all_dialects
 from acp_journeys.model_stub.records import RecordLog, RequestRecord
 
+logger = logging.getLogger("acp_journeys.model_stub")
+
 MAX_BODY_BYTES = 64 * 1024 * 1024
 MODEL_ID = "acp-journeys-stub"
+TAG_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 TAG = re.compile(r"^/t/(?P<tag>[A-Za-z0-9_.-]+)(?P<rest>/.*)?$")
 POLL_SECONDS = 0.05
 IDLE_SECONDS = 120  # a keep-alive connection with no request for this long is closed
@@ -57,6 +61,12 @@ class _Handler(BaseHTTPRequestHandler):
             super().finish()
         finally:
             self.stub._closed(self.connection)
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except OSError:
+            pass  # the agent hung up, or stop() shut the connection: nobody to answer
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # the records are the log; stderr belongs to the runner's console
@@ -88,6 +98,8 @@ class _Handler(BaseHTTPRequestHandler):
             if length > MAX_BODY_BYTES:
                 raise BadRequest("the request body is too large")
             data = bytearray(self.rfile.read(length))
+            if len(data) < length:
+                raise ConnectionAbortedError("the body ended early")  # the client is gone
         encoding = (self.headers.get("Content-Encoding") or "").lower()
         if encoding == "gzip":
             return gzip.decompress(bytes(data))
@@ -207,7 +219,12 @@ def model_entry(model_id: str) -> dict[str, Any]:
             "type": "model", "display_name": model_id, "created_at": "2025-01-01T00:00:00Z"}
 
 
-class _TcpServer(socketserver.ThreadingMixIn, HTTPServer):
+class _Quiet:
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        logger.debug("model stub: error in a request", exc_info=True)  # never on the console
+
+
+class _TcpServer(_Quiet, socketserver.ThreadingMixIn, HTTPServer):
     daemon_threads = True
     block_on_close = False  # stop() shuts connections down itself, with a bound
 
@@ -217,7 +234,7 @@ class _TcpServer(socketserver.ThreadingMixIn, HTTPServer):
         self.server_name, self.server_port = self.server_address[:2]
 
 
-class _UnixServer(socketserver.ThreadingUnixStreamServer):
+class _UnixServer(_Quiet, socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
     block_on_close = False
 
@@ -299,7 +316,7 @@ class ModelStub:
 
     def url_for(self, tag: str) -> str:
         """The base URL whose requests are recorded with `tag` (letters, digits, `_.-`)."""
-        if not TAG.match(f"/t/{tag}"):
+        if not TAG_NAME.fullmatch(tag):
             raise ValueError(f"a route tag is letters, digits and _.- only: {tag!r}")
         return f"{self.url}/t/{tag}"
 
