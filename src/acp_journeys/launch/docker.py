@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import io
 import json
 import logging
 import os
@@ -181,7 +180,7 @@ class DockerSandbox(Sandbox):
     def _read_file(self, path: str) -> bytes | None:
         try:
             chunks, _ = self.launcher.api.get_archive(self.container_id, path)
-            with tarfile.open(fileobj=io.BufferedReader(sup.StreamReader(chunks)), mode="r|") as tar:
+            with tarfile.open(fileobj=sup.chunk_file(chunks), mode="r|") as tar:
                 for member in tar:
                     f = tar.extractfile(member)
                     return f.read() if f else None
@@ -261,7 +260,7 @@ class DockerSandbox(Sandbox):
                 chunks, _ = api.get_archive(self.container_id, folder)
             except docker.errors.NotFound:
                 return {}
-            return sup.snapshot_tar(io.BufferedReader(sup.StreamReader(chunks), 1 << 16))
+            return sup.snapshot_tar(sup.chunk_file(chunks))
 
         return await self.launcher.call(take)
 
@@ -496,8 +495,7 @@ class DockerLauncher(Launcher):
                 raise LaunchError(f"image {self.image} is not on this engine (--pull never): build it, "
                                   "or pass --pull missing to pull it") from None
             try:
-                repo, _, tag = self.image.rpartition(":") if ":" in self.image.split("/")[-1] else (self.image, "", "latest")
-                await self.call(self.api.pull, repo, tag=tag or "latest")
+                await self.call(self.api.pull, self.image)  # the package splits off the tag itself
                 found = await self.call(self.api.inspect_image, self.image)
             except docker.errors.DockerException as exc:
                 raise LaunchError(f"cannot pull image {self.image}: {_short(exc)}") from exc

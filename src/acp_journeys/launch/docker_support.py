@@ -20,7 +20,7 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path, PurePosixPath
-from typing import IO, Iterable
+from typing import IO, Any, Iterable, cast
 
 LABEL = "acp-journeys"
 LABEL_RUN = "acp-journeys.run"
@@ -133,6 +133,11 @@ class StreamReader(io.RawIOBase):
         buf[:n] = self._left[:n]
         self._left = self._left[n:]
         return n
+
+
+def chunk_file(chunks: Iterable[bytes]) -> IO[bytes]:
+    """A buffered, readable file over get_archive's chunks."""
+    return cast(IO[bytes], io.BufferedReader(cast(Any, StreamReader(chunks)), 1 << 16))
 
 
 # --- helpers -----------------------------------------------------------------------------------
