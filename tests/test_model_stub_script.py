@@ -239,3 +239,28 @@ def test_words_and_plan_ids_from_decorated_results() -> None:
     assert plan_id_of('Saved. {"id": "PLAN-Q1W2E3R4"}') == "PLAN-Q1W2E3R4"
     assert plan_id_of("The plan PLAN-Q1W2E3R4 is saved") == "PLAN-Q1W2E3R4"
     assert plan_id_of("nothing") is None
+
+
+def test_tool_failures_said_in_words_count_as_failures() -> None:
+    conv = Conversation((user(prompts.image_and_file()),), (READ, BASH))
+    failed = called(conv, "r1", "read_file", {"path": prompts.NOTE_PATH},
+                    f"Error: [Errno 2] No such file or directory: '{prompts.NOTE_PATH}'")
+    retry = decide(failed)
+    assert retry.call is not None and retry.call.name == "bash"
+    shell_failed = called(failed, "s1", "bash", retry.call.arguments, "Exit code 1\ncat: no such file")
+    final = decide(shell_failed)
+    assert final.call is None and final.text == "I could not read the file."
+    ok = called(conv, "r1", "read_file", {"path": prompts.NOTE_PATH}, "Exit code: 0\nOutput:\nFILE-ABCD1234")
+    assert decide(ok).text == "FILE-ABCD1234"
+
+
+def test_placeholders() -> None:
+    from acp_journeys.model_stub.placeholders import fill_env, parse_config_template
+
+    assert fill_env({"A": "{model_url}/v1", "B": '{"x": 1}'}, "http://127.0.0.1:9/t/j/") == {
+        "A": "http://127.0.0.1:9/t/j/v1", "B": '{"x": 1}'}
+    assert parse_config_template("cfg/agent.toml:.config/agent/config.toml") == (
+        "cfg/agent.toml", ".config/agent/config.toml")
+    for bad in ("nocolon", "a:/etc/passwd", "a:../x", "a:~/x"):
+        with pytest.raises(ValueError):
+            parse_config_template(bad)

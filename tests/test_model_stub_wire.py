@@ -374,3 +374,14 @@ def test_unix_listener(tmp_path) -> None:
         answer = json.loads(conn.getresponse().read())
         conn.close()
     assert answer["choices"][0]["message"]["content"] == "ACK"
+
+
+def test_tool_choice_none_means_no_tool_call(stub: ModelStub) -> None:
+    completion = openai_client(stub).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": prompts.run_sleep()}], tools=chat_tools(), tool_choice="none")
+    assert completion.choices[0].message.tool_calls is None
+    assert "no shell tool" in (completion.choices[0].message.content or "")
+    message = anthropic_client(stub).messages.create(
+        model="m", max_tokens=100, messages=[{"role": "user", "content": prompts.run_sleep()}],
+        tools=anthropic_tools(), tool_choice={"type": "none"})
+    assert message.content[0].type == "text" and message.stop_reason == "end_turn"

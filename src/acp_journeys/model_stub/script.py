@@ -51,12 +51,18 @@ class Step:
         return self.result is not None and not self.result.is_error and not _refused(self.result.text)
 
 
+FAILED_HEAD = re.compile(r"^\W*(error\b|exit code:? [1-9]|failed\b|permission (denied|refused)|"
+                         r"the user (doesn't|does not) want)", re.I)
+FAILED_ANYWHERE = ("permission denied by user", "permission refused", "user rejected", "user denied",
+                   "rejected by the user", "was cancelled", "was canceled", "tool use was rejected",
+                   "not allowed to run", "no such file or directory", "enoent")
+
+
 def _refused(text: str) -> bool:
-    # Agents report a refused permission or a cancel as plain text rather than as an error flag.
-    head = text.strip().lower()[:200]
-    return any(p in head for p in ("permission denied by user", "permission refused", "user rejected",
-                                   "user denied", "rejected by the user", "was cancelled", "was canceled",
-                                   "tool use was rejected", "not allowed to run"))
+    # Chat Completions has no error flag for a tool result, so agents say it in words: a refused
+    # permission, a cancel, a missing file. Only the head counts: a file may hold such words.
+    head = text.strip()[:300]
+    return bool(FAILED_HEAD.search(head)) or any(p in head.lower() for p in FAILED_ANYWHERE)
 
 
 def _offered(conversation: Conversation) -> str:

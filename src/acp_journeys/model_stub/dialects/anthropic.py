@@ -125,7 +125,10 @@ class AnthropicMessages(Dialect):
             raise BadRequest("messages: a non-empty list is required")
         system = _system(body.get("system"))
         messages = ((Message("system", system),) if system else ()) + tuple(_message(m) for m in raw)
-        return Conversation(messages, _tools(body.get("tools")), str(body.get("model") or ""))
+        choice = body.get("tool_choice")
+        # tool_choice {"type": "none"}: the model may call no tool, so it is offered none.
+        tools = () if isinstance(choice, dict) and choice.get("type") == "none" else _tools(body.get("tools"))
+        return Conversation(messages, tools, str(body.get("model") or ""))
 
     def count_tokens(self, body: dict[str, Any]) -> dict[str, Any]:
         self.parse(body)  # the same validation as a real request

@@ -113,7 +113,9 @@ class ChatCompletions(Dialect):
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             raise BadRequest("messages: a non-empty list is required")
-        return Conversation(tuple(_message(m) for m in messages), _tools(body), str(body.get("model") or ""))
+        # tool_choice "none": the model may call no tool, so it is offered none.
+        tools = () if body.get("tool_choice") == "none" else _tools(body)
+        return Conversation(tuple(_message(m) for m in messages), tools, str(body.get("model") or ""))
 
     def _head(self, body: dict[str, Any], response_id: str, obj: str) -> dict[str, Any]:
         return {"id": response_id, "object": obj, "created": int(time.time()),

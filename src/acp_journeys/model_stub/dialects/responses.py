@@ -144,7 +144,9 @@ class Responses(Dialect):
             messages.extend(_items(raw))
         else:
             raise BadRequest("input: a string or a list of items is required")
-        return Conversation(tuple(messages), _tools(body.get("tools")), str(body.get("model") or ""))
+        # tool_choice "none": the model may call no tool, so it is offered none.
+        tools = () if body.get("tool_choice") == "none" else _tools(body.get("tools"))
+        return Conversation(tuple(messages), tools, str(body.get("model") or ""))
 
     def _keep(self, body: dict[str, Any], response_id: str, conversation: Conversation,
               item: dict[str, Any]) -> None:
