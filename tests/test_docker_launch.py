@@ -517,5 +517,89 @@ def test_a_runner_in_a_container_shares_the_mcp_socket_through_a_named_volume(im
         engine.api.remove_volume(volume, force=True)
 
 
+# --- the whole command in docker mode ------------------------------------------------------------------
+
+BUNDLED = ROOT / "src" / "acp_journeys" / "bundled"
+
+
+def cli(image: str, tmp_path: Path, *args: str, defects: tuple[str, ...] = (),
+        timeout: float = 300) -> tuple[int, str, dict[str, list[str]]]:
+    """`acp-journeys run --image` against the bundled reference agent, mounted at /agent."""
+    out = tmp_path / "result.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "acp_journeys", "run", "-q", "-o", str(out), "--image", image,
+         "--agent-dir", str(BUNDLED), *args, "--", "python3", "/agent/reference_agent.py",
+         *(f"--defect={d}" for d in defects)],
+        capture_output=True, text=True, timeout=timeout, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    import json
+
+    result = json.loads(out.read_text()) if out.exists() else {"journeys": []}
+    failures = {j["id"]: sorted(f["id"] for f in j["failures"]) for j in result["journeys"] if j["verdict"] != "pass"}
+    return proc.returncode, proc.stdout + proc.stderr, failures
+
+
+def test_cli_the_reference_agent_passes_all_seven_in_containers(image: str, tmp_path: Path) -> None:
+    code, output, failures = cli(image, tmp_path)
+    assert (code, failures) == (0, {}), output[-3000:]
+
+
+@pytest.mark.parametrize("defect, journey, expected", [
+    ("leave-daemon", "turn-to-end", ["process-left"]),
+    ("ignore-stdin-eof", "turn-to-end", ["no-exit-after-stdin-close"]),
+    ("plan-writes-file", "plan-turn-saved-plan", ["plan-changed-workspace"]),
+])
+def test_cli_fixtures_get_their_exact_verdicts_in_containers(image: str, tmp_path: Path, defect: str,
+                                                             journey: str, expected: list[str]) -> None:
+    code, output, failures = cli(image, tmp_path, "--journey", journey, defects=(defect,))
+    assert (code, failures) == (1, {journey: expected}), output[-3000:]
+
+
+def test_cli_sigterm_mid_run_leaves_no_container_or_volume(image: str, engine: Any, tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "acp_journeys", "run", "-q", "-o", str(tmp_path / "result.json"), "--image", image,
+         "--agent-dir", str(BUNDLED), "--", "python3", "/agent/reference_agent.py", "--defect=ignore-stdin-eof"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+
+    def ours() -> list[Any]:
+        return [c for c in engine.api.containers(all=True, filters={"label": sup.LABEL})
+                if f":{proc.pid}:" in c["Labels"].get(sup.LABEL_OWNER, "")]
+
+    try:
+        deadline = time.monotonic() + 60
+        while len(ours()) < 7 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(ours()) == 7, "the run did not make its 7 containers"
+        time.sleep(1)
+        proc.send_signal(15)
+        assert proc.wait(60) == 143
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert ours() == []
+    assert (tmp_path / "result.json").exists()
+
+
+def test_run_sh_runs_the_runner_image_with_the_agent_dir(engine: Any, tmp_path: Path) -> None:
+    try:
+        engine.images.get("acp-journeys/runner:dev")
+    except docker.errors.ImageNotFound:
+        pytest.skip("needs the runner image (scripts/build-runner-image.sh)")
+    proc = subprocess.run([str(ROOT / "run.sh"), "--agent-dir", str(BUNDLED), "-q", "--journey", "turn-to-end",
+                           "--journey", "follow-up-after-restart", "--", "python3", "/agent/reference_agent.py"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    import json
+
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["passed"] == 2 and result["launch"]["kind"] == "docker"
+    left = [c for c in engine.api.containers(all=True, filters={"label": sup.LABEL})
+            if c["Labels"].get(sup.LABEL_OWNER, "").startswith("container:acpj-runner-")]
+    assert left == []
+    assert not [v for v in engine.api.volumes(filters={"label": sup.LABEL}).get("Volumes") or []
+                if v["Name"].startswith("acpj-shared-")]
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
