@@ -7,10 +7,11 @@ Rules of this module:
   execs is a leftover: that includes the MCP relay the agent started.
 - No network (network mode "none") unless `network`; a pids limit, a memory limit (swap included)
   and no-new-privileges on every container.
-- Nothing assumes a shell or Python in the image: files go through put_archive/get_archive, and
-  processes are listed and killed by the holder binary (`holder ps`, `holder kill`), or, when the
-  pids limit leaves no room for an exec, with `docker top` and a SIGUSR1 to the holder, which then
-  kills everything else in the container.
+- Nothing assumes a shell or Python in the image: files go through put_archive/get_archive;
+  processes are listed with `docker top` (the engine's `ps`: no exec, no free pid needed; the
+  container is frozen while leftovers are listed, so a fork bomb cannot outrun the list) and
+  killed by host pid on the engine's host, else by the holder (`holder kill`), and in the end by
+  a SIGUSR1 to the holder, which then kills everything else in the container.
 - The `docker` package blocks: every call runs in this launcher's thread pool.
 - Values of `env` and the files under `logins` are secrets: log and describe names only.
 - Everything made is labelled (docker_support.LABEL_*). `close` removes this run's objects; the
@@ -29,342 +30,22 @@ import logging
 import os
 import posixpath
 import shutil
-import signal
-import tarfile
 import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from acp_journeys import prompts
 from acp_journeys.launch import docker_support as sup
-from acp_journeys.launch.base import AgentProcess, Launcher, LaunchError, ProcInfo, Sandbox
-from acp_journeys.launch.docker_exec import DockerAgentProcess, raw_socket
+from acp_journeys.launch.base import Launcher, LaunchError, Sandbox
+from acp_journeys.launch.docker_sandbox import MCP_MOUNT, DockerSandbox, docker_module, short_error
 
 log = logging.getLogger(__name__)
 
 AGENT_DIR_MOUNT = "/agent"
-WORKSPACE_ROOT = "/workspace"
-SESSION_FILES_DIR = "/tmp/.rondar-session-files"
-MCP_MOUNT = sup.IN_CONTAINER_DIR + "/mcp"
-SHARED_MOUNT = sup.IN_CONTAINER_DIR + "/shared"
-KILL_GRACE_MS = 2000
 ENGINE_TIMEOUT_S = 120
-
-
-def _docker() -> Any:
-    import docker  # 0.3 s to import: only when a docker run is asked for
-
-    return docker
-
-
-class DockerSandbox(Sandbox):
-    """One journey's container."""
-
-    def __init__(self, launcher: "DockerLauncher", journey_id: str) -> None:
-        self.launcher = launcher
-        self.journey_id = journey_id
-        self.sid = f"{sup.safe_name(journey_id, 30)}-{uuid.uuid4().hex[:6]}"
-        self.workspace = f"{WORKSPACE_ROOT}/{sup.safe_name(journey_id, 60)}"
-        self.container_id: str | None = None
-        self._runner_dir: str | None = None  # the MCP folder on the runner's side
-        self._socket_in_container = ""
-        self._socket_runner = ""
-        self._processes: list[DockerAgentProcess] = []
-        self._current: DockerAgentProcess | None = None
-        self._closed = False
-
-    # --- making it ------------------------------------------------------------------------
-
-    async def create(self) -> None:
-        la = self.launcher
-        docker = _docker()
-        mounts = list(la.static_mounts())
-        mode, volume, shared_dir = la.shared
-        if mode == "volume":
-            self._runner_dir = os.path.join(shared_dir, self.sid)
-            mounts.append(docker.types.Mount(SHARED_MOUNT, volume, type="volume"))
-            self._socket_in_container = f"{SHARED_MOUNT}/{self.sid}/mcp.sock"
-        else:
-            base = shared_dir if mode == "mirror" else None
-            self._runner_dir = (os.path.join(base, self.sid) if base
-                                else tempfile.mkdtemp(prefix="acpj-", dir="/tmp"))
-            mounts.append(docker.types.Mount(MCP_MOUNT, self._runner_dir, type="bind"))
-            self._socket_in_container = f"{MCP_MOUNT}/mcp.sock"
-        os.makedirs(self._runner_dir, exist_ok=True)
-        os.chmod(self._runner_dir, 0o755)
-        self._socket_runner = os.path.join(self._runner_dir, "mcp.sock")
-
-        api = la.api
-        host_config = api.create_host_config(
-            network_mode="bridge" if la.network else "none",
-            pids_limit=la.pids_limit,
-            mem_limit=la.memory_bytes,
-            memswap_limit=la.memory_bytes,  # the same number: no swap on top of the limit
-            security_opt=["no-new-privileges"],
-            mounts=mounts,
-        )
-        name = f"acpj-{sup.safe_name(la.run_id, 20)}-{self.sid}"
-        labels = sup.run_labels(la.run_id, la.owner, la.created, journey=self.journey_id)
-        try:
-            created = await la.call(
-                api.create_container, la.image_id or la.image, entrypoint=[sup.HOLDER, "hold"],
-                command=[], name=name, labels=labels, environment=la.environment(),
-                working_dir=self.workspace, host_config=host_config,
-            )
-            self.container_id = created["Id"]
-            await la.call(api.put_archive, self.container_id, "/", la.setup_tar(self.workspace))
-            await la.call(api.start, self.container_id)
-        except docker.errors.DockerException as exc:
-            await self.close()
-            raise LaunchError(f"cannot make the journey's container from {la.image}: {_short(exc)}") from exc
-
-    # --- Sandbox ----------------------------------------------------------------------------
-
-    @property
-    def mcp_socket_path(self) -> str:
-        return self._socket_runner
-
-    def mcp_command(self) -> list[str]:
-        return [sup.RELAY, self._socket_in_container]
-
-    async def start_agent(self, argv: list[str]) -> AgentProcess:
-        if not argv:
-            raise LaunchError("no agent command")
-        if self.container_id is None or self._closed:
-            raise LaunchError("the journey's container is gone")
-        la = self.launcher
-        if posixpath.isabs(argv[0]) and await self._stat(argv[0]) is None:
-            raise LaunchError(f"agent command not found in the container: {argv[0]}")
-        pidfile = f"{sup.PID_DIR}/{len(self._processes) + 1}.pid"
-        try:
-            exec_id, response, sock, pending = await la.call(self._exec_attached, [sup.HOLDER, "run", pidfile, *argv])
-        except (_docker().errors.DockerException, TypeError, OSError) as exc:
-            raise LaunchError(f"cannot start the agent in its container: {_short(exc)}") from exc
-        proc = DockerAgentProcess(la.api, la.executor, exec_id, response, sock, pending,
-                                  read_pid=lambda: self._read_pid(pidfile), kill_pid=self._kill_pid)
-        self._processes.append(proc)
-        self._current = proc
-        # Wait (briefly) for the pid, so that the journey's evidence has it from the start.
-        await proc.known_pid(3.0)
-        return proc
-
-    def _exec_attached(self, cmd: list[str]) -> tuple[str, Any, Any, bytes]:
-        """exec_create + a hijacked exec_start; the socket comes back non-blocking."""
-        api = self.launcher.api
-        exec_id = api.exec_create(self.container_id, cmd, stdin=True, stdout=True, stderr=True,
-                                  tty=False, workdir=self.workspace)["Id"]
-        # exec_start(socket=True) would hide the response; we keep it so its connection stays ours.
-        response = api._post_json(api._url("/exec/{0}/start", exec_id), data={"Tty": False, "Detach": False},
-                                  headers={"Connection": "Upgrade", "Upgrade": "tcp"}, stream=True)
-        sock = raw_socket(api._get_raw_response_socket(response))
-        sock.setblocking(False)
-        pending = b""
-        try:
-            # Bytes that came with the HTTP answer sit in its read buffer, not in the socket.
-            pending = response.raw._fp.fp.read1(1 << 16) or b""
-        except (AttributeError, BlockingIOError, OSError, ValueError):
-            pass
-        return exec_id, response, sock, pending
-
-    async def _read_pid(self, pidfile: str) -> int | None:
-        deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline and not self._closed:
-            data = await self.launcher.call(self._read_file, pidfile)
-            if data and data.strip().isdigit():
-                return int(data.strip())
-            await asyncio.sleep(0.05)
-        return None
-
-    def _read_file(self, path: str) -> bytes | None:
-        try:
-            chunks, _ = self.launcher.api.get_archive(self.container_id, path)
-            with tarfile.open(fileobj=sup.chunk_file(chunks), mode="r|") as tar:
-                for member in tar:
-                    f = tar.extractfile(member)
-                    return f.read() if f else None
-        except Exception:  # missing, or the container is gone: no file
-            return None
-        return None
-
-    async def _kill_pid(self, proc: DockerAgentProcess) -> None:
-        """SIGTERM, then SIGKILL after a grace; when neither can be sent, all but the holder.
-
-        On the engine's host we signal the host pid ourselves: an exec needs a free pid and CPU,
-        which a fork bomb leaves little of. Elsewhere the holder's `kill` does the same inside.
-        """
-        if self.launcher.shared[0] == "host" and _same_process(proc.host_pid, proc.pid):
-            assert proc.host_pid is not None
-            for sig, grace in ((signal.SIGTERM, KILL_GRACE_MS / 1000), (signal.SIGKILL, 5.0)):
-                try:
-                    os.kill(proc.host_pid, sig)
-                except ProcessLookupError:
-                    return
-                except PermissionError:
-                    break  # a rootless engine's processes: let the holder do it
-                if await proc.wait(grace) is not None:
-                    return
-        elif proc.pid is not None:
-            code, _ = await self._helper(["kill", str(KILL_GRACE_MS), str(proc.pid)])
-            if code == 0:
-                return
-        await self._signal_holder_kill_all()
-
-    async def _helper(self, args: list[str]) -> tuple[int | None, bytes]:
-        """Run the holder with `args` in the container: (exit code or None, stdout)."""
-        api = self.launcher.api
-
-        def run() -> tuple[int | None, bytes]:
-            exec_id = api.exec_create(self.container_id, [sup.HOLDER, *args], stdout=True, stderr=False)["Id"]
-            out = api.exec_start(exec_id)
-            return api.exec_inspect(exec_id).get("ExitCode"), out or b""
-
-        try:
-            return await self.launcher.call(run)
-        except Exception as exc:  # an exec that cannot start (pids limit): the caller falls back
-            log.debug("holder %s failed: %s", args[0], _short(exc))
-            return None, b""
-
-    async def _signal_holder_kill_all(self) -> None:
-        try:
-            await self.launcher.call(self.launcher.api.kill, self.container_id, "SIGUSR1")
-        except Exception as exc:
-            log.debug("SIGUSR1 to the holder failed: %s", _short(exc))
-
-    async def _stat(self, path: str) -> dict[str, Any] | None:
-        return await self.launcher.call(self.launcher.stat_path, self.container_id, path)
-
-    async def write_file(self, path: str, data: bytes) -> None:
-        parts = list(PurePosixPath(path).parts)
-        if not parts or parts[0] != "/":
-            raise ValueError(f"not an absolute path: {path}")
-        parts = parts[1:]
-        # put_archive needs an existing folder: find the deepest one, make the rest in the tar.
-        for depth in range(len(parts) - 1, -1, -1):
-            folder = "/" + "/".join(parts[:depth])
-            if depth == 0 or await self._stat(folder) is not None:
-                break
-        archive = sup.file_tar(parts[depth:], data)
-        await self.launcher.call(self.launcher.api.put_archive, self.container_id, folder, archive)
-
-    async def file_exists(self, path: str) -> bool:
-        return await self._stat(path) is not None
-
-    async def snapshot(self, folder: str) -> dict[str, str]:
-        api = self.launcher.api
-        docker = _docker()
-
-        def take() -> dict[str, str]:
-            try:
-                chunks, _ = api.get_archive(self.container_id, folder)
-            except docker.errors.NotFound:
-                return {}
-            return sup.snapshot_tar(sup.chunk_file(chunks))
-
-        return await self.launcher.call(take)
-
-    async def _list(self) -> list[ProcInfo]:
-        """Every process in the container but the holder and our helper execs.
-
-        `docker top` first: it runs `ps` on the engine's side, costs about 20 ms, and needs no
-        free pid in the container (an exec waits seconds for the IO of an exec whose leftover
-        still holds its stdout). On the engine's host we then read the exact argv and the
-        in-container pid from /proc; elsewhere the holder's own `ps` gives them.
-        """
-        rows = await self._top()
-        if rows is None:
-            return await self._list_with_holder()
-        if not rows:
-            return []
-        if self.launcher.shared[0] == "host":
-            return await self.launcher.call(_enrich_from_proc, rows)
-        listed = await self._list_with_holder()
-        return listed if listed else [ProcInfo(pid=pid, cmdline=(cmd,)) for pid, cmd in rows]
-
-    async def _top(self) -> list[tuple[int, str]] | None:
-        """(host pid, command) of every process but ours, or None when the engine cannot say."""
-        try:
-            top = await self.launcher.call(self.launcher.api.top, self.container_id)
-        except Exception as exc:
-            log.debug("docker top failed: %s", _short(exc))
-            return None
-        titles = top.get("Titles") or []
-        try:
-            pid_col, cmd_col = titles.index("PID"), titles.index("CMD")
-        except ValueError:
-            return None
-        rows = []
-        for row in top.get("Processes") or []:
-            if not _is_ours(tuple(row[cmd_col].split(" "))):
-                rows.append((int(row[pid_col]), row[cmd_col]))
-        return rows
-
-    async def _list_with_holder(self) -> list[ProcInfo]:
-        code, out = await self._helper(["ps"])
-        if code != 0:
-            return []
-        return [ProcInfo(pid=pid, cmdline=args, name=name)
-                for pid, _ppid, name, args in sup.parse_ps(out) if not _is_ours(args)]
-
-    async def agent_processes(self) -> list[ProcInfo]:
-        if self.container_id is None or self._current is None:
-            return []
-        return await self._list()
-
-    async def collect_leftovers(self) -> list[ProcInfo]:
-        if self.container_id is None or self._current is None:
-            return []
-        agent = self._current
-        mine = {agent.pid, agent.host_pid} - {None}
-        # Frozen, the container's processes can neither fork nor burn the CPU that `ps` needs
-        # (a fork bomb makes an unfrozen listing take seconds), and the list is a true picture.
-        paused = await self._pause(True)
-        try:
-            found = [p for p in await self._list() if p.pid not in mine]
-        finally:
-            if paused:
-                await self._pause(False)
-        if found:
-            await self._kill_all_but_holder()
-        await agent.aclose()
-        return found
-
-    async def _pause(self, frozen: bool) -> bool:
-        api = self.launcher.api
-        try:
-            await self.launcher.call(api.pause if frozen else api.unpause, self.container_id)
-            return True
-        except Exception as exc:
-            log.debug("could not %s %s: %s", "pause" if frozen else "unpause", self.sid, _short(exc))
-            return False
-
-    async def _kill_all_but_holder(self) -> None:
-        await self._signal_holder_kill_all()
-        deadline = time.monotonic() + 10.0
-        while time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-            if not await self._top():
-                return
-        log.warning("processes survived the kill in %s", self.sid)
-
-    async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        for proc in self._processes:
-            try:
-                await proc.aclose()
-            except Exception:
-                pass
-        if self.container_id is not None:
-            try:
-                await self.launcher.call(self.launcher.api.remove_container, self.container_id, v=True, force=True)
-            except Exception as exc:
-                if "No such container" not in str(exc):
-                    log.warning("could not remove container %s: %s", self.sid, _short(exc))
-        if self._runner_dir:
-            shutil.rmtree(self._runner_dir, ignore_errors=True)
 
 
 class DockerLauncher(Launcher):
@@ -438,7 +119,7 @@ class DockerLauncher(Launcher):
             (posixpath.dirname(rel), 0o755),
             (rel, 0o777),  # fresh and ours; the image's user may not be root
             ("tmp", 0o1777),  # /tmp's usual mode, given again (tar entries set a folder's mode)
-            (SESSION_FILES_DIR.strip("/"), 0o1777),
+            (prompts.SESSION_FILES_DIR.strip("/"), 0o1777),
         ]
         return sup.build_tar(dirs, sup.helper_files(self._helpers))
 
@@ -461,7 +142,7 @@ class DockerLauncher(Launcher):
         await asyncio.shield(self._started)
 
     async def _start(self) -> None:
-        docker = _docker()
+        docker = docker_module()
         try:
             client = await self.call(docker.from_env, timeout=ENGINE_TIMEOUT_S, max_pool_size=32)
             self._api = client.api
@@ -469,7 +150,7 @@ class DockerLauncher(Launcher):
             version = await self.call(self._api.version)
         except docker.errors.DockerException as exc:
             where = os.environ.get("DOCKER_HOST") or "the default socket"
-            raise LaunchError(f"cannot reach the Docker engine at {where}: {_short(exc)} "
+            raise LaunchError(f"cannot reach the Docker engine at {where}: {short_error(exc)} "
                               "(is dockerd running? scripts/docker-up.sh starts one)") from exc
         self._facts = {
             "engine_version": version.get("Version"),
@@ -498,9 +179,9 @@ class DockerLauncher(Launcher):
                 await self.call(self.api.pull, self.image)  # the package splits off the tag itself
                 found = await self.call(self.api.inspect_image, self.image)
             except docker.errors.DockerException as exc:
-                raise LaunchError(f"cannot pull image {self.image}: {_short(exc)}") from exc
+                raise LaunchError(f"cannot pull image {self.image}: {short_error(exc)}") from exc
         except docker.errors.DockerException as exc:
-            raise LaunchError(f"cannot inspect image {self.image}: {_short(exc)}") from exc
+            raise LaunchError(f"cannot inspect image {self.image}: {short_error(exc)}") from exc
         self.image_id = found["Id"]
         self._image_config = found.get("Config") or {}
 
@@ -531,13 +212,14 @@ class DockerLauncher(Launcher):
         folder = tempfile.mkdtemp(prefix="acpj-probe-")
         marker = uuid.uuid4().hex
         Path(folder, marker).write_bytes(b"")
-        docker = _docker()
+        docker = docker_module()
         mount = docker.types.Mount(MCP_MOUNT, folder, type="bind", read_only=True)
         try:
             created = await self.call(self.api.create_container, self.image_id or self.image, command=["true"],
                                       entrypoint=[], host_config=self.api.create_host_config(mounts=[mount]),
                                       labels=sup.run_labels(self.run_id, self.owner, self.created, probe="1"))
         except docker.errors.DockerException:
+            shutil.rmtree(folder, ignore_errors=True)
             return False  # the engine cannot mount our folder: it is not on our side
         try:
             return await self.call(self.stat_path, created["Id"], f"{MCP_MOUNT}/{marker}") is not None
@@ -627,7 +309,7 @@ class DockerLauncher(Launcher):
                     await self.call(api.remove_container, c["Id"], force=True, v=True)
                     removed += 1
                 except Exception as exc:
-                    log.debug("could not remove a stale container: %s", _short(exc))
+                    log.debug("could not remove a stale container: %s", short_error(exc))
         volumes = (await self.call(api.volumes, filters=flt)).get("Volumes") or []
         for v in volumes:
             if await stale(v.get("Labels") or {}):
@@ -635,14 +317,14 @@ class DockerLauncher(Launcher):
                     await self.call(api.remove_volume, v["Name"], force=True)
                     removed += 1
                 except Exception as exc:
-                    log.debug("could not remove a stale volume: %s", _short(exc))
+                    log.debug("could not remove a stale volume: %s", short_error(exc))
         for n in await self.call(api.networks, filters=flt):
             if await stale(n.get("Labels") or {}):
                 try:
                     await self.call(api.remove_network, n["Id"])
                     removed += 1
                 except Exception as exc:
-                    log.debug("could not remove a stale network: %s", _short(exc))
+                    log.debug("could not remove a stale network: %s", short_error(exc))
         if removed:
             log.info("removed %d object(s) left by older runs", removed)
 
@@ -651,7 +333,7 @@ class DockerLauncher(Launcher):
             try:
                 info = await self.call(self.api.inspect_container, owner.split(":", 1)[1])
                 return bool((info.get("State") or {}).get("Running"))
-            except _docker().errors.NotFound:
+            except docker_module().errors.NotFound:
                 return False
             except Exception:
                 return True  # cannot tell: keep it
@@ -718,7 +400,7 @@ class DockerLauncher(Launcher):
             for n in await self.call(self.api.networks, filters=flt):
                 await self.call(self.api.remove_network, n["Id"])
         except Exception as exc:
-            log.warning("could not remove everything of run %s: %s", self.run_id, _short(exc))
+            log.warning("could not remove everything of run %s: %s", self.run_id, short_error(exc))
 
     def describe(self) -> dict[str, object]:
         return {
@@ -735,45 +417,6 @@ class DockerLauncher(Launcher):
         }
 
 
-def _is_ours(args: tuple[str, ...]) -> bool:
-    """The holder itself or one of our `holder ps`/`holder kill` execs."""
-    return args[:1] == (sup.HOLDER,) and args[1:2] in ((), ("hold",), ("ps",), ("kill",))
-
-
-def _same_process(host_pid: int | None, pid: int | None) -> bool:
-    """Is host pid `host_pid` (still) the process that the container knows as `pid`?"""
-    if host_pid is None or pid is None:
-        return False
-    try:
-        status = Path(f"/proc/{host_pid}/status").read_text()
-    except OSError:
-        return False
-    for line in status.splitlines():
-        if line.startswith("NSpid:"):
-            return line.split()[-1] == str(pid)
-    return False
-
-
-def _enrich_from_proc(rows: list[tuple[int, str]]) -> list[ProcInfo]:
-    """Host pids -> in-container pid, exact argv and name, read from the engine host's /proc."""
-    found = []
-    for host_pid, command in rows:
-        try:
-            status = Path(f"/proc/{host_pid}/status").read_text()
-            raw = Path(f"/proc/{host_pid}/cmdline").read_bytes()
-        except OSError:
-            found.append(ProcInfo(pid=host_pid, cmdline=(command,)))
-            continue
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        nspids = fields.get("NSpid", "").split()
-        pid = int(nspids[-1]) if nspids else host_pid
-        args = tuple(a.decode("utf-8", "replace") for a in raw.split(b"\0")[:-1]) if raw else (command,)
-        if pid == 1 or _is_ours(args):
-            continue
-        found.append(ProcInfo(pid=pid, cmdline=args, name=fields.get("Name", "").strip()))
-    return found
-
-
 def _same_place(source: str, host_home: str, container_home: str) -> str:
     """A login's default DEST: the same path relative to the home, or the same absolute path."""
     try:
@@ -783,11 +426,3 @@ def _same_place(source: str, host_home: str, container_home: str) -> str:
     if rel == "." or rel.startswith(".."):
         return source
     return posixpath.join(container_home, rel.replace(os.sep, "/"))
-
-
-def _short(exc: BaseException) -> str:
-    """An engine error in one line (docker's messages can carry the whole HTTP answer)."""
-    text = getattr(exc, "explanation", None) or str(exc)
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    return " ".join(str(text).split())[:300]

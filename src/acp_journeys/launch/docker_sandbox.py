@@ -1,0 +1,397 @@
+"""One journey's container: the Sandbox of the docker launcher (see docker.py for the rules).
+
+Rules of this module: the container is made from the launcher's settings and holds our holder as
+PID 1; agent processes are `docker exec`s; files move as tar archives; processes are listed with
+`docker top` (frozen while leftovers are listed) and killed by host pid or through the holder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import posixpath
+import shutil
+import signal
+import tarfile
+import tempfile
+import time
+import uuid
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from acp_journeys.launch import docker_support as sup
+from acp_journeys.launch.base import AgentProcess, LaunchError, ProcInfo, Sandbox
+from acp_journeys.launch.docker_exec import DockerAgentProcess, raw_socket
+
+if TYPE_CHECKING:
+    from acp_journeys.launch.docker import DockerLauncher
+
+log = logging.getLogger("acp_journeys.launch.docker")
+
+WORKSPACE_ROOT = "/workspace"
+MCP_MOUNT = sup.IN_CONTAINER_DIR + "/mcp"
+SHARED_MOUNT = sup.IN_CONTAINER_DIR + "/shared"
+KILL_GRACE_MS = 2000
+
+
+def docker_module() -> Any:
+    import docker  # 0.3 s to import: only when a docker run is asked for
+
+    return docker
+
+
+class DockerSandbox(Sandbox):
+    """One journey's container."""
+
+    def __init__(self, launcher: "DockerLauncher", journey_id: str) -> None:
+        self.launcher = launcher
+        self.journey_id = journey_id
+        self.sid = f"{sup.safe_name(journey_id, 30)}-{uuid.uuid4().hex[:6]}"
+        self.workspace = f"{WORKSPACE_ROOT}/{sup.safe_name(journey_id, 60)}"
+        self.container_id: str | None = None
+        self._runner_dir: str | None = None  # the MCP folder on the runner's side
+        self._socket_in_container = ""
+        self._socket_runner = ""
+        self._processes: list[DockerAgentProcess] = []
+        self._current: DockerAgentProcess | None = None
+        self._closed = False
+
+    # --- making it ------------------------------------------------------------------------
+
+    async def create(self) -> None:
+        la = self.launcher
+        docker = docker_module()
+        mounts = list(la.static_mounts())
+        mode, volume, shared_dir = la.shared
+        if mode == "volume":
+            self._runner_dir = os.path.join(shared_dir, self.sid)
+            mounts.append(docker.types.Mount(SHARED_MOUNT, volume, type="volume"))
+            self._socket_in_container = f"{SHARED_MOUNT}/{self.sid}/mcp.sock"
+        else:
+            base = shared_dir if mode == "mirror" else None
+            self._runner_dir = (os.path.join(base, self.sid) if base
+                                else tempfile.mkdtemp(prefix="acpj-", dir="/tmp"))
+            mounts.append(docker.types.Mount(MCP_MOUNT, self._runner_dir, type="bind"))
+            self._socket_in_container = f"{MCP_MOUNT}/mcp.sock"
+        os.makedirs(self._runner_dir, exist_ok=True)
+        os.chmod(self._runner_dir, 0o755)
+        self._socket_runner = os.path.join(self._runner_dir, "mcp.sock")
+
+        api = la.api
+        host_config = api.create_host_config(
+            network_mode="bridge" if la.network else "none",
+            pids_limit=la.pids_limit,
+            mem_limit=la.memory_bytes,
+            memswap_limit=la.memory_bytes,  # the same number: no swap on top of the limit
+            security_opt=["no-new-privileges"],
+            mounts=mounts,
+        )
+        name = f"acpj-{sup.safe_name(la.run_id, 20)}-{self.sid}"
+        labels = sup.run_labels(la.run_id, la.owner, la.created, journey=self.journey_id)
+        try:
+            created = await la.call(
+                api.create_container, la.image_id or la.image, entrypoint=[sup.HOLDER, "hold"],
+                command=[], name=name, labels=labels, environment=la.environment(),
+                working_dir=self.workspace, host_config=host_config,
+            )
+            self.container_id = created["Id"]
+            await la.call(api.put_archive, self.container_id, "/", la.setup_tar(self.workspace))
+            await la.call(api.start, self.container_id)
+        except docker.errors.DockerException as exc:
+            await self.close()
+            raise LaunchError(f"cannot make the journey's container from {la.image}: {short_error(exc)}") from exc
+
+    # --- Sandbox ----------------------------------------------------------------------------
+
+    @property
+    def mcp_socket_path(self) -> str:
+        return self._socket_runner
+
+    def mcp_command(self) -> list[str]:
+        return [sup.RELAY, self._socket_in_container]
+
+    async def start_agent(self, argv: list[str]) -> AgentProcess:
+        if not argv:
+            raise LaunchError("no agent command")
+        if self.container_id is None or self._closed:
+            raise LaunchError("the journey's container is gone")
+        la = self.launcher
+        if posixpath.isabs(argv[0]) and await self._stat(argv[0]) is None:
+            raise LaunchError(f"agent command not found in the container: {argv[0]}")
+        pidfile = f"{sup.PID_DIR}/{len(self._processes) + 1}.pid"
+        try:
+            exec_id, response, sock, pending = await la.call(self._exec_attached, [sup.HOLDER, "run", pidfile, *argv])
+        except (docker_module().errors.DockerException, TypeError, OSError) as exc:
+            raise LaunchError(f"cannot start the agent in its container: {short_error(exc)}") from exc
+        proc = DockerAgentProcess(la.api, la.executor, exec_id, response, sock, pending,
+                                  read_pid=lambda: self._read_pid(pidfile), kill_pid=self._kill_pid)
+        self._processes.append(proc)
+        self._current = proc
+        # Wait (briefly) for the pid, so that the journey's evidence has it from the start.
+        await proc.known_pid(3.0)
+        return proc
+
+    def _exec_attached(self, cmd: list[str]) -> tuple[str, Any, Any, bytes]:
+        """exec_create + a hijacked exec_start; the socket comes back non-blocking."""
+        api = self.launcher.api
+        exec_id = api.exec_create(self.container_id, cmd, stdin=True, stdout=True, stderr=True,
+                                  tty=False, workdir=self.workspace)["Id"]
+        # exec_start(socket=True) would hide the response; we keep it so its connection stays ours.
+        response = api._post_json(api._url("/exec/{0}/start", exec_id), data={"Tty": False, "Detach": False},
+                                  headers={"Connection": "Upgrade", "Upgrade": "tcp"}, stream=True)
+        sock = raw_socket(api._get_raw_response_socket(response))
+        sock.setblocking(False)
+        pending = b""
+        try:
+            # Bytes that came with the HTTP answer sit in its read buffer, not in the socket.
+            pending = response.raw._fp.fp.read1(1 << 16) or b""
+        except (AttributeError, BlockingIOError, OSError, ValueError):
+            pass
+        return exec_id, response, sock, pending
+
+    async def _read_pid(self, pidfile: str) -> int | None:
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and not self._closed:
+            data = await self.launcher.call(self._read_file, pidfile)
+            if data and data.strip().isdigit():
+                return int(data.strip())
+            await asyncio.sleep(0.05)
+        return None
+
+    def _read_file(self, path: str) -> bytes | None:
+        try:
+            chunks, _ = self.launcher.api.get_archive(self.container_id, path)
+            with tarfile.open(fileobj=sup.chunk_file(chunks), mode="r|") as tar:
+                for member in tar:
+                    f = tar.extractfile(member)
+                    return f.read() if f else None
+        except Exception:  # missing, or the container is gone: no file
+            return None
+        return None
+
+    async def _kill_pid(self, proc: DockerAgentProcess) -> None:
+        """SIGTERM, then SIGKILL after a grace; when neither can be sent, all but the holder.
+
+        On the engine's host we signal the host pid ourselves: an exec needs a free pid and CPU,
+        which a fork bomb leaves little of. Elsewhere the holder's `kill` does the same inside.
+        """
+        if self.launcher.shared[0] == "host" and _same_process(proc.host_pid, proc.pid):
+            assert proc.host_pid is not None
+            for sig, grace in ((signal.SIGTERM, KILL_GRACE_MS / 1000), (signal.SIGKILL, 5.0)):
+                try:
+                    os.kill(proc.host_pid, sig)
+                except ProcessLookupError:
+                    return
+                except PermissionError:
+                    break  # a rootless engine's processes: let the holder do it
+                if await proc.wait(grace) is not None:
+                    return
+        elif proc.pid is not None:
+            code, _ = await self._helper(["kill", str(KILL_GRACE_MS), str(proc.pid)])
+            if code == 0:
+                return
+        await self._signal_holder_kill_all()
+
+    async def _helper(self, args: list[str]) -> tuple[int | None, bytes]:
+        """Run the holder with `args` in the container: (exit code or None, stdout)."""
+        api = self.launcher.api
+
+        def run() -> tuple[int | None, bytes]:
+            exec_id = api.exec_create(self.container_id, [sup.HOLDER, *args], stdout=True, stderr=False)["Id"]
+            out = api.exec_start(exec_id)
+            return api.exec_inspect(exec_id).get("ExitCode"), out or b""
+
+        try:
+            return await self.launcher.call(run)
+        except Exception as exc:  # an exec that cannot start (pids limit): the caller falls back
+            log.debug("holder %s failed: %s", args[0], short_error(exc))
+            return None, b""
+
+    async def _signal_holder_kill_all(self) -> None:
+        try:
+            await self.launcher.call(self.launcher.api.kill, self.container_id, "SIGUSR1")
+        except Exception as exc:
+            log.debug("SIGUSR1 to the holder failed: %s", short_error(exc))
+
+    async def _stat(self, path: str) -> dict[str, Any] | None:
+        return await self.launcher.call(self.launcher.stat_path, self.container_id, path)
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        parts = list(PurePosixPath(path).parts)
+        if not parts or parts[0] != "/":
+            raise ValueError(f"not an absolute path: {path}")
+        parts = parts[1:]
+        # put_archive needs an existing folder: find the deepest one, make the rest in the tar.
+        for depth in range(len(parts) - 1, -1, -1):
+            folder = "/" + "/".join(parts[:depth])
+            if depth == 0 or await self._stat(folder) is not None:
+                break
+        archive = sup.file_tar(parts[depth:], data)
+        await self.launcher.call(self.launcher.api.put_archive, self.container_id, folder, archive)
+
+    async def file_exists(self, path: str) -> bool:
+        return await self._stat(path) is not None
+
+    async def snapshot(self, folder: str) -> dict[str, str]:
+        api = self.launcher.api
+        docker = docker_module()
+
+        def take() -> dict[str, str]:
+            try:
+                chunks, _ = api.get_archive(self.container_id, folder)
+            except docker.errors.NotFound:
+                return {}
+            return sup.snapshot_tar(sup.chunk_file(chunks))
+
+        return await self.launcher.call(take)
+
+    async def _list(self) -> list[ProcInfo]:
+        """Every process in the container but the holder and our helper execs.
+
+        `docker top` first: it runs `ps` on the engine's side, costs about 20 ms, and needs no
+        free pid in the container (an exec waits seconds for the IO of an exec whose leftover
+        still holds its stdout). On the engine's host we then read the exact argv and the
+        in-container pid from /proc; elsewhere the holder's own `ps` gives them.
+        """
+        rows = await self._top()
+        if rows is None:
+            return await self._list_with_holder()
+        if not rows:
+            return []
+        if self.launcher.shared[0] == "host":
+            return await self.launcher.call(_enrich_from_proc, rows)
+        listed = await self._list_with_holder()
+        return listed if listed else [ProcInfo(pid=pid, cmdline=(cmd,)) for pid, cmd in rows]
+
+    async def _top(self) -> list[tuple[int, str]] | None:
+        """(host pid, command) of every process but ours, or None when the engine cannot say."""
+        try:
+            top = await self.launcher.call(self.launcher.api.top, self.container_id)
+        except Exception as exc:
+            log.debug("docker top failed: %s", short_error(exc))
+            return None
+        titles = top.get("Titles") or []
+        try:
+            pid_col, cmd_col = titles.index("PID"), titles.index("CMD")
+        except ValueError:
+            return None
+        rows = []
+        for row in top.get("Processes") or []:
+            if not _is_ours(tuple(row[cmd_col].split(" "))):
+                rows.append((int(row[pid_col]), row[cmd_col]))
+        return rows
+
+    async def _list_with_holder(self) -> list[ProcInfo]:
+        code, out = await self._helper(["ps"])
+        if code != 0:
+            return []
+        return [ProcInfo(pid=pid, cmdline=args, name=name)
+                for pid, _ppid, name, args in sup.parse_ps(out) if not _is_ours(args)]
+
+    async def agent_processes(self) -> list[ProcInfo]:
+        if self.container_id is None or self._current is None:
+            return []
+        return await self._list()
+
+    async def collect_leftovers(self) -> list[ProcInfo]:
+        if self.container_id is None or self._current is None:
+            return []
+        agent = self._current
+        mine = {agent.pid, agent.host_pid} - {None}
+        # Frozen, the container's processes can neither fork nor burn the CPU that `ps` needs
+        # (a fork bomb makes an unfrozen listing take seconds), and the list is a true picture.
+        paused = await self._pause(True)
+        try:
+            found = [p for p in await self._list() if p.pid not in mine]
+        finally:
+            if paused:
+                await self._pause(False)
+        if found:
+            await self._kill_all_but_holder()
+        await agent.aclose()
+        return found
+
+    async def _pause(self, frozen: bool) -> bool:
+        api = self.launcher.api
+        try:
+            await self.launcher.call(api.pause if frozen else api.unpause, self.container_id)
+            return True
+        except Exception as exc:
+            log.debug("could not %s %s: %s", "pause" if frozen else "unpause", self.sid, short_error(exc))
+            return False
+
+    async def _kill_all_but_holder(self) -> None:
+        await self._signal_holder_kill_all()
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            if not await self._top():
+                return
+        log.warning("processes survived the kill in %s", self.sid)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for proc in self._processes:
+            try:
+                await proc.aclose()
+            except Exception:
+                pass
+        if self.container_id is not None:
+            try:
+                await self.launcher.call(self.launcher.api.remove_container, self.container_id, v=True, force=True)
+            except Exception as exc:
+                if "No such container" not in str(exc):
+                    log.warning("could not remove container %s: %s", self.sid, short_error(exc))
+        if self._runner_dir:
+            shutil.rmtree(self._runner_dir, ignore_errors=True)
+
+
+def _is_ours(args: tuple[str, ...]) -> bool:
+    """The holder itself or one of our `holder ps`/`holder kill` execs."""
+    return args[:1] == (sup.HOLDER,) and args[1:2] in ((), ("hold",), ("ps",), ("kill",))
+
+
+def _same_process(host_pid: int | None, pid: int | None) -> bool:
+    """Is host pid `host_pid` (still) the process that the container knows as `pid`?"""
+    if host_pid is None or pid is None:
+        return False
+    try:
+        status = Path(f"/proc/{host_pid}/status").read_text()
+    except OSError:
+        return False
+    for line in status.splitlines():
+        if line.startswith("NSpid:"):
+            return line.split()[-1] == str(pid)
+    return False
+
+
+def _enrich_from_proc(rows: list[tuple[int, str]]) -> list[ProcInfo]:
+    """Host pids -> in-container pid, exact argv and name, read from the engine host's /proc."""
+    found = []
+    for host_pid, command in rows:
+        try:
+            status = Path(f"/proc/{host_pid}/status").read_text()
+            raw = Path(f"/proc/{host_pid}/cmdline").read_bytes()
+        except OSError:
+            found.append(ProcInfo(pid=host_pid, cmdline=(command,)))
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        nspids = fields.get("NSpid", "").split()
+        pid = int(nspids[-1]) if nspids else host_pid
+        args = tuple(a.decode("utf-8", "replace") for a in raw.split(b"\0")[:-1]) if raw else (command,)
+        if pid == 1 or _is_ours(args):
+            continue
+        found.append(ProcInfo(pid=pid, cmdline=args, name=fields.get("Name", "").strip()))
+    return found
+
+
+def short_error(exc: BaseException) -> str:
+    """An engine error in one line (docker's messages can carry the whole HTTP answer)."""
+    text = getattr(exc, "explanation", None) or str(exc)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return " ".join(str(text).split())[:300]
+
