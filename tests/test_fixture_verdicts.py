@@ -42,8 +42,7 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     "ignore-cancel": {"stop-running-turn": ["cancel-too-slow"]},
     "cancel-end-turn": {"stop-running-turn": ["stop-reason"]},
     "no-tool-call": {"stop-running-turn": ["no-tool-call-before-cancel"]},
-    # It leaves the sleep after the cancel, but still kills it when its input closes.
-    "leave-sleep": {"stop-running-turn": ["sleep-left"]},
+    "leave-sleep": {"stop-running-turn": ["process-left", "sleep-left"]},
     "no-modes": every("no-plan-mode", journeys=PLAN),
     "config-option-mode": {},
     "set-mode-error": every("set-mode-error", journeys=PLAN),

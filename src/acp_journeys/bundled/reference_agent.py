@@ -34,7 +34,7 @@ thing and nothing else):
   ignore-cancel            session/cancel does nothing
   cancel-end-turn          session/cancel kills the command, the turn ends with end_turn
   no-tool-call             runs commands with no tool_call update and no permission request
-  leave-sleep              session/cancel answers `cancelled` but leaves the command running
+  leave-sleep              session/cancel answers `cancelled` but the command runs on, also after exit
   no-modes                 no `modes` in session/new and session/load
   config-option-mode       no `modes`, a "mode" entry of `configOptions` instead (passes all journeys)
   set-mode-error           session/set_mode answers an error
@@ -917,7 +917,8 @@ class Agent:
         return status == "completed", output
 
     def execute(self, turn: Turn, command: str) -> tuple[int | None, str]:
-        if turn.cancelled.is_set():
+        leave = self.broken("leave-sleep") and command.split()[:1] == ["sleep"]
+        if turn.cancelled.is_set() and not leave:
             return None, "Cancelled."
         try:
             # Its own process group, so that a cancel stops the shell and all that it started.
@@ -927,8 +928,12 @@ class Agent:
             )
         except OSError as exc:
             return None, str(exc)
+        if leave:
+            # Never tracked, so neither the cancel nor the exit stops it: always left behind.
+            threading.Thread(target=process.communicate, daemon=True).start()
+            return 0, ""
         self.groups.add(process.pid, turn)
-        if turn.cancelled.is_set() and not self.broken("leave-sleep"):
+        if turn.cancelled.is_set():
             self.groups.kill([process.pid])  # the cancel came while the command started
         try:
             output, _ = process.communicate()
