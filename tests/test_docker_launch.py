@@ -547,6 +547,7 @@ def test_cli_the_reference_agent_passes_all_seven_in_containers(image: str, tmp_
 @pytest.mark.parametrize("defect, journey, expected", [
     ("leave-daemon", "turn-to-end", ["process-left"]),
     ("ignore-stdin-eof", "turn-to-end", ["no-exit-after-stdin-close"]),
+    ("leave-sleep", "stop-running-turn", ["process-left", "sleep-left"]),
     ("plan-writes-file", "plan-turn-saved-plan", ["plan-changed-workspace"]),
 ])
 def test_cli_fixtures_get_their_exact_verdicts_in_containers(image: str, tmp_path: Path, defect: str,
