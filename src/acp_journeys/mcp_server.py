@@ -298,6 +298,8 @@ class RondarMcpHub:
         _remove_socket(socket_path)  # a stale socket of an earlier run; never a regular file
         channel = McpChannel(self, name, on_call, socket_path)
         channel._listener = await asyncio.start_unix_server(channel._on_connect, path=socket_path)
+        # An agent image may run as another user than the runner: the socket must let it connect.
+        os.chmod(socket_path, 0o666)
         self._channels[socket_path] = channel
         logger.debug("channel %s listens on %s", name, socket_path)
         return channel
