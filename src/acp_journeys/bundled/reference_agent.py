@@ -931,7 +931,8 @@ class Agent:
         if leave:
             # Never tracked, so neither the cancel nor the exit stops it: always left behind.
             threading.Thread(target=process.communicate, daemon=True).start()
-            return 0, ""
+            turn.cancelled.wait(130)  # the turn "waits for it" until the cancel, as asked
+            return None, "Cancelled."
         self.groups.add(process.pid, turn)
         if turn.cancelled.is_set():
             self.groups.kill([process.pid])  # the cancel came while the command started
