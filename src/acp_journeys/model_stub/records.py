@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 TEXT_LIMIT = 2000
@@ -49,7 +49,7 @@ class RequestRecord:
     decision: dict[str, Any] | None = None  # {"text": ...} or {"tool_call": name, "arguments": {...}}
     why: str = ""
     error: str | None = None
-    seconds: float = 0.0  # from arrival to the last byte written
+    seconds: float = 0.0  # from arrival to the answer being ready (the record is made before it goes out)
 
     def to_dict(self) -> dict[str, Any]:
         return _cut(asdict(self))
@@ -69,6 +69,11 @@ class RecordLog:
     def add(self, record: RequestRecord) -> None:
         with self._lock:
             self._records.append(record)
+
+    def amend(self, seq: int, **changes: Any) -> None:
+        """Change fields of a record already added (an answer that could not be written)."""
+        with self._lock:
+            self._records = [replace(r, **changes) if r.seq == seq else r for r in self._records]
 
     def snapshot(self, tag: str | None = None, since: float | None = None,
                  until: float | None = None) -> list[RequestRecord]:

@@ -143,21 +143,27 @@ class _Handler(BaseHTTPRequestHandler):
         started = self._arrived()
         tag, path = self._route()
         path = path.rstrip("/") or "/"
+        if "websocket" in (self.headers.get("Upgrade") or "").lower():
+            # The Responses API's WebSocket mode: clients fall back to HTTP on a refusal.
+            self._record(started, tag, dialect=None, status=404, error="websocket mode not served")
+            self._json(404, {"error": {"message": "WebSocket mode is not served: use HTTP",
+                                       "type": "not_found_error"}})
+            return
         if path.endswith("/models") or path == "/models":
-            self._json(200, models_list())
             self._record(started, tag, dialect="models", status=200)
+            self._json(200, models_list())
             return
         match = re.search(r"/models/(?P<id>[^/]+)$", path)
         if match:
-            self._json(200, model_entry(match.group("id")))
             self._record(started, tag, dialect="models", status=200)
+            self._json(200, model_entry(match.group("id")))
             return
         if path in ("/", "/health", "/healthz", "/v1"):
-            self._json(200, {"ok": True, "server": self.server_version})
             self._record(started, tag, dialect=None, status=200)
+            self._json(200, {"ok": True, "server": self.server_version})
             return
-        self._json(404, {"error": {"message": f"no route for GET {path}", "type": "not_found_error"}})
         self._record(started, tag, dialect=None, status=404, error="no route")
+        self._json(404, {"error": {"message": f"no route for GET {path}", "type": "not_found_error"}})
 
     def do_POST(self) -> None:
         started = self._arrived()
@@ -166,8 +172,8 @@ class _Handler(BaseHTTPRequestHandler):
         dialect = self.stub.dialect_for(path)
         if dialect is None:
             self._body()  # read it, so that the connection stays usable
-            self._json(404, {"error": {"message": f"no route for POST {path}", "type": "not_found_error"}})
             self._record(started, tag, dialect=None, status=404, error="no route")
+            self._json(404, {"error": {"message": f"no route for POST {path}", "type": "not_found_error"}})
             return
         fields: dict[str, Any] = {"dialect": dialect.name}
         try:
@@ -178,8 +184,9 @@ class _Handler(BaseHTTPRequestHandler):
             if not isinstance(body, dict):
                 raise BadRequest("the body must be a JSON object")
             if path.endswith("/messages/count_tokens") and isinstance(dialect, AnthropicMessages):
-                self._json(200, dialect.count_tokens(body))
+                counted = dialect.count_tokens(body)
                 self._record(started, tag, status=200, why="count_tokens", **fields)
+                self._json(200, counted)
                 return
             conversation = dialect.parse(body)
             images = [img for m in conversation.messages for img in m.all_images()]
@@ -189,23 +196,25 @@ class _Handler(BaseHTTPRequestHandler):
             decision = self.stub.decide(conversation)
             fields.update(intent=decision.intent, decision=decision.summary(), why=decision.why)
         except BadRequest as exc:
-            self._json(400, dialect.error(400, str(exc)))
             self._record(started, tag, status=400, error=str(exc), **fields)
+            self._json(400, dialect.error(400, str(exc)))
             return
         except Exception as exc:  # a bug of ours: the agent gets a 500 and the record says why
             message = f"{type(exc).__name__}: {exc}"
-            self._json(500, dialect.error(500, message))
             self._record(started, tag, status=500, error=message, **fields)
+            self._json(500, dialect.error(500, message))
             return
+        # Recorded before the answer goes out: whoever reads the records once the agent has
+        # the answer (the runner, a test) finds this request among them.
+        self._record(started, tag, status=200, **fields)
         try:
             if fields["stream"]:
                 self._stream(dialect.stream(body, conversation, decision))
             else:
                 self._json(200, dialect.render(body, conversation, decision))
-        except OSError as exc:  # the agent hung up mid-answer (a cancel): still a record
-            fields["error"] = f"client gone: {type(exc).__name__}"
+        except OSError as exc:  # the agent hung up mid-answer (a cancel)
+            self.stub.records.amend(self._seq, error=f"client gone: {type(exc).__name__}")
             self.close_connection = True
-        self._record(started, tag, status=200, **fields)
 
 
 def models_list() -> dict[str, Any]:
