@@ -209,22 +209,6 @@ need() {
     [ -n "${!1:-}" ] || die "internal: $1 is not set (did an earlier step of the action fail?)"
 }
 
-# Run the runner container in the background and wait for it, so that a cancelled job's
-# SIGTERM reaches the journeys (which then stop cleanly and write a partial result.json).
-run_container() {
-    local name=$1
-    shift
-    trap 'docker kill --signal TERM "$RUNNER_NAME" >/dev/null 2>&1 || true' TERM INT
-    RUNNER_NAME=$name
-    local code=0
-    "$@" &
-    wait $! || code=$?
-    # A signal interrupts `wait`; wait again for the container's own exit.
-    while kill -0 $! 2>/dev/null; do wait $! || code=$?; done
-    trap - TERM INT
-    return "$code"
-}
-
 # --- the steps ---------------------------------------------------------------------------------
 
 step_prepare() {
@@ -365,9 +349,28 @@ step_run() {
     cli+=("${LOGIN_ARGS[@]}" -- "${ARGV[@]}")
     rm -f "$produced"
 
-    local code=0
-    run_container "$name" run_runner "$name" "${env_opts[@]}" "${LOGIN_MOUNTS[@]}" \
-        -- "$ACPJ_RUNNER_IMAGE" "${cli[@]}" || code=$?
+    # In the background, waited for, so that a cancelled job's SIGTERM reaches the journeys
+    # (which then stop cleanly, remove their containers and write a partial result.json). The
+    # NAME=VALUE lines of the env input are set in the docker client's environment only (the
+    # subshell that becomes docker), never on a command line.
+    RUNNER_NAME=$name
+    trap 'docker kill --signal TERM "$RUNNER_NAME" >/dev/null 2>&1 || true' TERM INT
+    (
+        for ((i = 0; i < ${#ENV_SET[@]}; i += 2)); do
+            export "${ENV_SET[i]}=${ENV_SET[i + 1]}"
+        done
+        exec docker run --name "$name" "${RUNNER_ARGS[@]}" --network none \
+            -e ACP_JOURNEYS_SHARED_DIR="$MCP_DIR" -e ACP_JOURNEYS_HOST_HOME="$HOME" \
+            "${env_opts[@]}" "${LOGIN_MOUNTS[@]}" "$ACPJ_RUNNER_IMAGE" "${cli[@]}"
+    ) &
+    local pid=$! code=0
+    wait "$pid" || code=$?
+    # A signal ends `wait` early: wait on until the container has stopped.
+    while kill -0 "$pid" 2>/dev/null; do
+        code=0
+        wait "$pid" || code=$?
+    done
+    trap - TERM INT
     rm -rf -- "$MCP_DIR" || true
     set_output exit-code "$code"
     if [ -f "$produced" ] && [ "$produced" != "$ACPJ_RESULT_PATH" ]; then
@@ -384,25 +387,6 @@ step_run() {
         exit "$code"
         ;;
     esac
-}
-
-# docker run NAME [docker options] -- IMAGE [CLI args], with the NAME=VALUE lines of the env
-# input set in the docker client's environment only (a subshell), never on a command line.
-run_runner() {
-    local name=$1
-    shift
-    local opts=()
-    while [ "$1" != "--" ]; do opts+=("$1"); shift; done
-    shift
-    (
-        local i
-        for ((i = 0; i < ${#ENV_SET[@]}; i += 2)); do
-            export "${ENV_SET[i]}=${ENV_SET[i + 1]}"
-        done
-        exec docker run --name "$name" "${RUNNER_ARGS[@]}" --network none \
-            -e ACP_JOURNEYS_SHARED_DIR="$MCP_DIR" -e ACP_JOURNEYS_HOST_HOME="$HOME" \
-            "${opts[@]}" "$@"
-    )
 }
 
 # -v PATH:PATH for a GitHub file that the runner writes or reads (made first: a missing source

@@ -40,6 +40,7 @@ RUNNER_IMAGE = os.environ.get("ACP_JOURNEYS_RUNNER_IMAGE", "acp-journeys/runner:
 BASE_IMAGE = os.environ.get("ACP_JOURNEYS_LOCAL_BASE", "acp-journeys/base:bookworm")
 SHA = "0123456789abcdef0123456789abcdef01234567"
 TOKEN = "ghs_action-test-token-0123456789"
+PR_HEAD_SHA = "f" * 40
 
 ISSUE_INPUTS = {"agent-command", "context", "dockerfile", "image", "build-args", "journeys", "network", "env",
                 "login", "runner-image", "github-token", "check-name", "fail-on-failure", "result-path",
@@ -559,16 +560,21 @@ def _agent_repo(workspace: Path) -> None:
     for name in ("reference-agent", "failing-agent"):
         shutil.copytree(ROOT / "examples" / name, workspace / "examples" / name)
     (workspace / "README.md").write_text("an agent\n")
+    (workspace / "agent-login.json").write_text('{"token": "login-secret-0123456789"}')
 
 
-def _run_action(tmp_path: Path, api: FakeGitHub, inputs: dict[str, str]):  # type: ignore[no-untyped-def]
+def _run_action(tmp_path: Path, api: FakeGitHub, inputs: dict[str, str],  # type: ignore[no-untyped-def]
+                event_name: str = "push"):
     workspace, temp = tmp_path / "workspace", tmp_path / "runner-temp"
     workspace.mkdir()
     temp.mkdir()
     _agent_repo(workspace)
     event = tmp_path / "event.json"
-    event.write_text(json.dumps({"ref": "refs/heads/main", "after": SHA, "head_commit": {"id": SHA}}))
-    env = job_env(workspace, temp, GITHUB_SHA=SHA, GITHUB_REPOSITORY="o/agent", GITHUB_EVENT_NAME="push",
+    if event_name == "pull_request":  # GITHUB_SHA is then the merge commit; the check goes on the head
+        event.write_text(json.dumps({"number": 7, "pull_request": {"head": {"sha": PR_HEAD_SHA}}}))
+    else:
+        event.write_text(json.dumps({"ref": "refs/heads/main", "after": SHA, "head_commit": {"id": SHA}}))
+    env = job_env(workspace, temp, GITHUB_SHA=SHA, GITHUB_REPOSITORY="o/agent", GITHUB_EVENT_NAME=event_name,
                   GITHUB_EVENT_PATH=str(event), GITHUB_API_URL=api.url, GITHUB_SERVER_URL="https://github.example.test",
                   GITHUB_RUN_ID="42", GITHUB_TOKEN=TOKEN, AGENT_SECRET="hunter2-secret-value",
                   NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
@@ -584,7 +590,8 @@ def _cleanup_image(name: str) -> None:
         subprocess.run(["docker", "image", "rm", "-f", name], capture_output=True)
 
 
-def _check_common(run, api: FakeGitHub, *, verdict: str, check_name: str) -> dict:  # type: ignore[no-untyped-def]
+def _check_common(run, api: FakeGitHub, *, verdict: str, check_name: str,  # type: ignore[no-untyped-def]
+                  head_sha: str = SHA) -> dict:
     steps = {s.id: s for s in run.steps}
     # The agent image was built from the workspace, labelled with the commit.
     image = steps["prepare"].outputs["agent-image"]
@@ -605,12 +612,12 @@ def _check_common(run, api: FakeGitHub, *, verdict: str, check_name: str) -> dic
     assert run.outputs["passed"] == str(result["passed"]) and run.outputs["failed"] == str(result["failed"])
     assert run.outputs["check-url"] == "https://github.example.test/o/agent/runs/1"
     assert f"ACP journeys: {verdict}" in run.summary and "| Journey | Verdict |" in run.summary
-    # The check run, on the pushed commit.
+    # The check run, on the pushed commit (a pull request's head: the event file was read inside).
     [request] = api.requests
     assert request["path"] == "/repos/o/agent/check-runs"
     assert request["headers"]["Authorization"] == f"Bearer {TOKEN}"
     payload = json.loads(request["body"])
-    assert payload["head_sha"] == SHA and payload["name"] == check_name and payload["status"] == "completed"
+    assert payload["head_sha"] == head_sha and payload["name"] == check_name and payload["status"] == "completed"
     assert payload["conclusion"] == ("success" if verdict == "pass" else "failure")
     assert payload["details_url"] == "https://github.example.test/o/agent/actions/runs/42"
     # The agent's secret is nowhere: not in result.json, the logs, the summary or the outputs.
@@ -625,6 +632,7 @@ def test_end_to_end_the_reference_agent_passes(engine_images: None, tmp_path: Pa
         "dockerfile": "examples/reference-agent/Dockerfile",
         "build-args": f"BASE_IMAGE={BASE_IMAGE}",
         "env": "AGENT_SECRET",
+        "login": "agent-login.json:/root/.config/agent/auth.json",
         "check-name": "ACP journeys (e2e)",
     })
     try:
@@ -632,6 +640,8 @@ def test_end_to_end_the_reference_agent_passes(engine_images: None, tmp_path: Pa
         assert [s.outcome for s in run.steps] == ["success"] * 7, run.log
         result = _check_common(run, github_api, verdict="pass", check_name="ACP journeys (e2e)")
         assert result["passed"] == 7 and result["failed"] == 0
+        assert result["launch"]["logins"] == 1
+        assert "login-secret-0123456789" not in Path(run.outputs["result-path"]).read_text() + run.log + run.summary
         print(f"end to end, passing agent: {seconds:.1f} s")
     finally:
         _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
@@ -648,12 +658,12 @@ def test_end_to_end_a_failing_agent_fails_the_job_unless_told(engine_images: Non
         "env": "AGENT_SECRET",
         "fail-on-failure": fail_on_failure,
         "result-path": "reports/result.json",
-    })
+    }, event_name="pull_request")
     try:
         outcomes = {s.id: s.outcome for s in run.steps}
         for step in ("prepare", "build", "runner", "run", "report"):
             assert outcomes[step] == "success", run.log  # failing journeys do not fail the run step
-        result = _check_common(run, github_api, verdict="fail", check_name="ACP journeys")
+        result = _check_common(run, github_api, verdict="fail", check_name="ACP journeys", head_sha=PR_HEAD_SHA)
         assert run.outputs["result-path"] == str(tmp_path / "workspace" / "reports" / "result.json")
         assert result["passed"] == 1 and result["failed"] == 1
         [journey] = [j for j in result["journeys"] if j["verdict"] == "fail"]
@@ -669,3 +679,53 @@ def test_end_to_end_a_failing_agent_fails_the_job_unless_told(engine_images: Non
         print(f"end to end, failing agent (fail-on-failure {fail_on_failure}): {seconds:.1f} s")
     finally:
         _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
+
+
+def test_end_to_end_a_cancelled_run_stops_the_journeys_cleanly(engine_images: None, tmp_path: Path) -> None:
+    """SIGTERM to the run step (a cancelled job) reaches the journeys: they stop, their containers
+    go, and a partial result.json is left for the report and upload steps."""
+    workspace, temp = tmp_path / "workspace", tmp_path / "runner-temp"
+    workspace.mkdir()
+    temp.mkdir()
+    image = f"acp-journeys-cancel-test:{os.getpid()}"
+    # An image of its own (its own id), so that its containers can be told from any other run's.
+    subprocess.run(["docker", "build", "-q", "-t", image, "-"], check=True, capture_output=True, timeout=120,
+                   input=f"FROM {RUNNER_IMAGE}\nLABEL acp-journeys.test={image}\n".encode())
+    try:
+        env = job_env(workspace, temp, GITHUB_SHA=SHA)
+        output = tmp_path / "prepare-output"
+        prepare = subprocess.run(["bash", str(STEPS), "prepare"], env={**env, "GITHUB_OUTPUT": str(output),
+                                 "ACPJ_AGENT_COMMAND": "x", "ACPJ_IMAGE": image},
+                                 cwd=workspace, capture_output=True, text=True, timeout=60)
+        assert prepare.returncode == 0, prepare.stdout + prepare.stderr
+        prepared = parse_github_output(output.read_text())
+        step_env = {**env, "GITHUB_OUTPUT": str(tmp_path / "run-output"), "ACPJ_WORK": prepared["work"],
+                    "ACPJ_RESULT_PATH": prepared["result-path"], "ACPJ_AGENT_IMAGE": image,
+                    "ACPJ_RUNNER_IMAGE": RUNNER_IMAGE, "ACPJ_JOURNEYS": "turn-to-end",
+                    "ACPJ_AGENT_COMMAND": "python3 /opt/acp-journeys/reference_agent.py --defect hang-turn"}
+        proc = subprocess.Popen(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(STEPS), "run"],
+                                env=step_env, cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while not _agent_containers(image):
+                assert time.monotonic() < deadline and proc.poll() is None, "the journey never started"
+                time.sleep(0.2)
+            time.sleep(1.0)  # the agent is up and its turn hangs
+            proc.send_signal(15)
+            log, _ = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == 143, log
+        assert "::error::the journeys stopped early (exit 143): result.json is partial" in log
+        result = json.loads(Path(prepared["result-path"]).read_text())
+        assert result["partial"] is True
+        assert _agent_containers(image) == []
+    finally:
+        _cleanup_image(image)
+
+
+def _agent_containers(image: str) -> list[str]:
+    out = subprocess.run(["docker", "ps", "-aq", "--filter", f"ancestor={image}"], capture_output=True, text=True)
+    return out.stdout.split()
