@@ -264,3 +264,20 @@ def test_placeholders() -> None:
     for bad in ("nocolon", "a:/etc/passwd", "a:../x", "a:~/x"):
         with pytest.raises(ValueError):
             parse_config_template(bad)
+
+
+def test_hints_say_what_never_reached_the_model() -> None:
+    from acp_journeys.model_stub.records import RequestRecord, hints
+
+    def record(**fields) -> RequestRecord:
+        return RequestRecord(seq=1, at=0.0, tag=None, method="POST", path="/v1/chat/completions",
+                             dialect="openai-chat", status=200, **fields)
+
+    assert hints([]) == ["the agent sent no request to the model endpoint"]
+    assert hints([record(intent="read_and_look", why="...; image not in request")]) == [
+        "the image never reached the model"]
+    assert hints([record(intent="shell", why="no shell tool offered: tools were [read_file]")]) == [
+        "the agent offered no shell tool to the model"]
+    assert hints([record(intent="recall", decision={"text": "I don't know."})]) == [
+        "the conversation that reached the model did not hold the word to remember"]
+    assert hints([record(intent="reply", decision={"text": "REPLY-A"})]) == []
