@@ -153,3 +153,16 @@ def test_env_name_alone_that_the_host_does_not_set_is_an_error() -> None:
 def test_env_with_a_bad_name_is_an_error(option: str) -> None:
     with pytest.raises(ValueError, match="expected NAME or NAME=VALUE"):
         parse_env_option(option, {})
+
+
+def test_a_secret_that_reads_like_json_structure_cannot_break_result_json() -> None:
+    from acp_journeys.evidence import RunResult
+    from acp_journeys.redact import Redactor
+    from acp_journeys.report.result_json import dump
+
+    r = Redactor()
+    for secret in ("true", "verdict", "journeys", "schema"):
+        r._secrets.add(secret)  # as if given with --env, short values included
+    result = RunResult(tool_version="0", agent_command=["agent", "--key", "verdict"], started_at="t", docs_url="d")
+    again = RunResult.model_validate_json(dump(result, r))
+    assert again.agent_command == ["agent", "--key", "***"]

@@ -57,6 +57,17 @@ class Redactor:
     def __bool__(self) -> bool:
         return bool(self._secrets)
 
+    def redact_data(self, value: object) -> object:
+        """Masks the string values inside JSON-like data, never its structure or keys: a secret
+        that happens to read "true" or "verdict" cannot break the file it is masked in."""
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, dict):
+            return {k: self.redact_data(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.redact_data(v) for v in value]
+        return value
+
     def redact(self, text: str) -> str:
         for secret in sorted(self._secrets, key=len, reverse=True):
             if secret in text:

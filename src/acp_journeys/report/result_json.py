@@ -22,8 +22,10 @@ class ResultFileError(Exception):
 
 
 def dump(result: RunResult, redactor: Redactor | None = None) -> str:
-    text = result.model_dump_json(by_alias=True, indent=2)
-    return redactor.redact(text) if redactor else text
+    if not redactor:
+        return result.model_dump_json(by_alias=True, indent=2)
+    data = redactor.redact_data(result.model_dump(mode="json", by_alias=True))
+    return json.dumps(data, indent=2, ensure_ascii=False)
 
 
 def write(result: RunResult, path: str, redactor: Redactor | None = None) -> None:
