@@ -11,6 +11,9 @@ import os
 from pathlib import Path
 
 MASK = "***"
+KEEP_KEYS = frozenset({"schema", "verdict", "id", "kind", "direction", "decision", "mode", "cancel_trigger",
+                       "how", "journey"})
+"""Our own enumerations and ids in result.json: never masked, so the file always stays valid."""
 MIN_SECRET = 4  # shorter values ("1", "yes") would mask half the output and protect nothing
 
 
@@ -63,7 +66,8 @@ class Redactor:
         if isinstance(value, str):
             return self.redact(value)
         if isinstance(value, dict):
-            return {k: self.redact_data(v) for k, v in value.items()}
+            return {k: v if k in KEEP_KEYS and isinstance(v, str) else self.redact_data(v)
+                    for k, v in value.items()}
         if isinstance(value, list):
             return [self.redact_data(v) for v in value]
         return value
