@@ -196,20 +196,31 @@ class CompositeAction:
                    for name, spec in (self.meta.get("outputs") or {}).items()}
         return ActionRun(done, outputs)
 
+    def _step_command(self, spec: dict[str, Any], steps: dict[str, StepRun], tmp: str) -> tuple[list[str], dict[str, str]]:
+        """The runner's command line for a bash step, and its environment."""
+        script = Path(tmp, "step.sh")
+        script.write_text(spec["run"])
+        output = Path(tmp, "output")
+        summary = Path(tmp, "summary")
+        output.touch()
+        summary.touch()
+        env = {**self.env, "GITHUB_ACTION_PATH": str(self.action_dir), "GITHUB_OUTPUT": str(output),
+               "GITHUB_STEP_SUMMARY": str(summary)}
+        for key, value in (spec.get("env") or {}).items():
+            env[key] = self._eval_text(str(value), steps)
+        return ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], env
+
+    def start_step(self, step_id: str, steps: dict[str, StepRun], tmp: str, **popen: Any) -> subprocess.Popen:
+        """Start one bash step in the background (to signal it as the runner does on a cancel)."""
+        spec = next(s for s in self.meta["runs"]["steps"] if s.get("id") == step_id)
+        argv, env = self._step_command(spec, steps, tmp)
+        return subprocess.Popen(argv, cwd=self.env["GITHUB_WORKSPACE"], env=env, stdin=subprocess.DEVNULL, **popen)
+
     def _run_step(self, step: StepRun, spec: dict[str, Any], steps: dict[str, StepRun], workspace: Path) -> None:
         with tempfile.TemporaryDirectory(prefix="step-", dir=self.env.get("RUNNER_TEMP")) as tmp:
-            script = Path(tmp, "step.sh")
-            script.write_text(spec["run"])
-            output = Path(tmp, "output")
-            summary = Path(tmp, "summary")
-            output.touch()
-            summary.touch()
-            env = {**self.env, "GITHUB_ACTION_PATH": str(self.action_dir), "GITHUB_OUTPUT": str(output),
-                   "GITHUB_STEP_SUMMARY": str(summary)}
-            for key, value in (spec.get("env") or {}).items():
-                env[key] = self._eval_text(str(value), steps)
-            proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-                                  cwd=workspace, env=env, capture_output=True, text=True, timeout=self.timeout,
+            argv, env = self._step_command(spec, steps, tmp)
+            output, summary = Path(env["GITHUB_OUTPUT"]), Path(env["GITHUB_STEP_SUMMARY"])
+            proc = subprocess.run(argv, cwd=workspace, env=env, capture_output=True, text=True, timeout=self.timeout,
                                   stdin=subprocess.DEVNULL)
             step.code = proc.returncode
             step.stdout, step.stderr = proc.stdout, proc.stderr

@@ -93,7 +93,7 @@ def test_no_run_step_holds_an_expression() -> None:
     assert runs, "no run: steps"
     for step in runs:
         assert "${{" not in step["run"], f"step {step.get('name')}: ${{{{ }}}} inside run:"
-        assert step["run"].startswith('"$ACPJ_ACTION_PATH/action/steps.sh" '), step["run"]
+        assert step["run"].startswith('exec bash "$ACPJ_ACTION_PATH/action/steps.sh" '), step["run"]
     for path in WORKFLOWS:
         for job in load_yaml(path)["jobs"].values():
             for step in job.get("steps", []):
@@ -682,8 +682,9 @@ def test_end_to_end_a_failing_agent_fails_the_job_unless_told(engine_images: Non
 
 
 def test_end_to_end_a_cancelled_run_stops_the_journeys_cleanly(engine_images: None, tmp_path: Path) -> None:
-    """SIGTERM to the run step (a cancelled job) reaches the journeys: they stop, their containers
-    go, and a partial result.json is left for the report and upload steps."""
+    """A cancelled job: the runner sends SIGINT to the run step's shell. It reaches the journeys
+    (through the step's `exec`): they stop, their containers go, and a partial result.json is
+    left for the report and upload steps."""
     workspace, temp = tmp_path / "workspace", tmp_path / "runner-temp"
     workspace.mkdir()
     temp.mkdir()
@@ -692,34 +693,29 @@ def test_end_to_end_a_cancelled_run_stops_the_journeys_cleanly(engine_images: No
     subprocess.run(["docker", "build", "-q", "-t", image, "-"], check=True, capture_output=True, timeout=120,
                    input=f"FROM {RUNNER_IMAGE}\nLABEL acp-journeys.test={image}\n".encode())
     try:
-        env = job_env(workspace, temp, GITHUB_SHA=SHA)
-        output = tmp_path / "prepare-output"
-        prepare = subprocess.run(["bash", str(STEPS), "prepare"], env={**env, "GITHUB_OUTPUT": str(output),
-                                 "ACPJ_AGENT_COMMAND": "x", "ACPJ_IMAGE": image},
-                                 cwd=workspace, capture_output=True, text=True, timeout=60)
-        assert prepare.returncode == 0, prepare.stdout + prepare.stderr
-        prepared = parse_github_output(output.read_text())
-        step_env = {**env, "GITHUB_OUTPUT": str(tmp_path / "run-output"), "ACPJ_WORK": prepared["work"],
-                    "ACPJ_RESULT_PATH": prepared["result-path"], "ACPJ_AGENT_IMAGE": image,
-                    "ACPJ_RUNNER_IMAGE": RUNNER_IMAGE, "ACPJ_JOURNEYS": "turn-to-end",
-                    "ACPJ_AGENT_COMMAND": "python3 /opt/acp-journeys/reference_agent.py --defect hang-turn"}
-        proc = subprocess.Popen(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(STEPS), "run"],
-                                env=step_env, cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True)
-        try:
-            deadline = time.monotonic() + 60
-            while not _agent_containers(image):
-                assert time.monotonic() < deadline and proc.poll() is None, "the journey never started"
-                time.sleep(0.2)
-            time.sleep(1.0)  # the agent is up and its turn hangs
-            proc.send_signal(15)
-            log, _ = proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+        action = CompositeAction(ROOT, env=job_env(workspace, temp, GITHUB_SHA=SHA), github={"token": TOKEN},
+                                 inputs={"runner-image": RUNNER_IMAGE, "image": image, "journeys": "turn-to-end",
+                                         "agent-command": "python3 /opt/acp-journeys/reference_agent.py "
+                                                          "--defect hang-turn"})
+        before = action.run(only=["prepare", "build", "runner"])
+        assert not before.failed, before.log
+        with tempfile.TemporaryDirectory(dir=temp) as tmp:
+            proc = action.start_step("run", {s.id: s for s in before.steps}, tmp, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+            try:
+                deadline = time.monotonic() + 60
+                while not _agent_containers(image):
+                    assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()[0] if proc.poll() is not None else "the journey did not start in 60 s"
+                    time.sleep(0.2)
+                time.sleep(1.0)  # the agent is up and its turn hangs
+                proc.send_signal(2)
+                log, _ = proc.communicate(timeout=60)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
         assert proc.returncode == 143, log
         assert "::error::the journeys stopped early (exit 143): result.json is partial" in log
-        result = json.loads(Path(prepared["result-path"]).read_text())
+        result = json.loads(Path(before.step("prepare").outputs["result-path"]).read_text())
         assert result["partial"] is True
         assert _agent_containers(image) == []
     finally:
