@@ -27,6 +27,8 @@ command -v docker >/dev/null 2>&1 || die "the docker client is missing after the
 if ! pgrep -x dockerd >/dev/null 2>&1; then
     [ "$(id -u)" = 0 ] || die "no Docker engine runs and starting dockerd needs root"
     log="${ACP_JOURNEYS_DOCKERD_LOG:-$(mktemp -t dockerd.XXXXXX.log)}"
+    # None runs, so a pid file is stale (a killed session); its pid may belong to another process now.
+    rm -f /var/run/docker.pid /var/run/docker/containerd/containerd.pid
     say "starting dockerd in the background (log: $log)"
     # setsid + nohup: the engine must outlive this script and its terminal.
     setsid nohup dockerd >"$log" 2>&1 </dev/null &
