@@ -196,7 +196,8 @@ class CompositeAction:
                    for name, spec in (self.meta.get("outputs") or {}).items()}
         return ActionRun(done, outputs)
 
-    def _step_command(self, spec: dict[str, Any], steps: dict[str, StepRun], tmp: str) -> tuple[list[str], dict[str, str]]:
+    def _step_command(self, spec: dict[str, Any], steps: dict[str, StepRun],
+                      tmp: str) -> tuple[list[str], dict[str, str]]:
         """The runner's command line for a bash step, and its environment."""
         script = Path(tmp, "step.sh")
         script.write_text(spec["run"])

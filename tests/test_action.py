@@ -35,7 +35,8 @@ from ruamel.yaml import YAML
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = ROOT / "action" / "steps.sh"
 BIN = Path(sys.executable).parent
-WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml")) + sorted((ROOT / "examples" / "workflows").glob("*.yml"))
+WORKFLOWS = [*sorted((ROOT / ".github" / "workflows").glob("*.yml")),
+             *sorted((ROOT / "examples" / "workflows").glob("*.yml"))]
 RUNNER_IMAGE = os.environ.get("ACP_JOURNEYS_RUNNER_IMAGE", "acp-journeys/runner:dev")
 BASE_IMAGE = os.environ.get("ACP_JOURNEYS_LOCAL_BASE", "acp-journeys/base:bookworm")
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -114,9 +115,11 @@ def test_action_steps_order_and_conditions() -> None:
 def _as_workflow(action: dict) -> dict:
     """The composite's steps as a reusable workflow whose inputs are the action's: actionlint then
     checks the expressions (inputs, steps' outputs), the env: and the shell of every run:."""
-    inputs = {name: {"type": "string", "required": bool(spec.get("required")),
-                     **({"default": spec["default"]} if "default" in spec and "${{" not in str(spec["default"]) else {})}
-              for name, spec in action["inputs"].items()}
+    inputs = {}
+    for name, spec in action["inputs"].items():
+        inputs[name] = {"type": "string", "required": bool(spec.get("required"))}
+        if "default" in spec and "${{" not in str(spec["default"]):  # a workflow_call default takes no github.*
+            inputs[name]["default"] = spec["default"]
     return {"name": "action.yml as a workflow", "on": {"workflow_call": {"inputs": inputs}},
             "jobs": {"action": {"runs-on": "ubuntu-latest", "steps": action["runs"]["steps"]}}}
 
@@ -705,7 +708,9 @@ def test_end_to_end_a_cancelled_run_stops_the_journeys_cleanly(engine_images: No
             try:
                 deadline = time.monotonic() + 60
                 while not _agent_containers(image):
-                    assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()[0] if proc.poll() is not None else "the journey did not start in 60 s"
+                    if proc.poll() is not None:
+                        pytest.fail(f"the run step ended before its journey started:\n{proc.communicate()[0]}")
+                    assert time.monotonic() < deadline, "the journey did not start in 60 s"
                     time.sleep(0.2)
                 time.sleep(1.0)  # the agent is up and its turn hangs
                 proc.send_signal(2)
@@ -725,3 +730,21 @@ def test_end_to_end_a_cancelled_run_stops_the_journeys_cleanly(engine_images: No
 def _agent_containers(image: str) -> list[str]:
     out = subprocess.run(["docker", "ps", "-aq", "--filter", f"ancestor={image}"], capture_output=True, text=True)
     return out.stdout.split()
+
+
+def test_the_init_workflow_uses_only_inputs_of_the_action(tmp_path: Path) -> None:
+    """`acp-journeys init` writes a workflow for this action: its inputs must be ours, and it lints."""
+    from acp_journeys.init_workflow import WORKFLOW_PATH, init_workflow
+
+    init_workflow(str(tmp_path), "my-agent --acp", "docker/acp.Dockerfile")
+    path = tmp_path / WORKFLOW_PATH
+    declared = set(load_yaml(ROOT / "action.yml")["inputs"])
+    steps = [s for job in load_yaml(path)["jobs"].values() for s in job["steps"]
+             if str(s.get("uses", "")).startswith("rondar/acp-journeys@")]
+    assert steps and all(set(s["with"]) <= declared for s in steps)
+    proc = subprocess.run([tool("actionlint"), "-no-color", str(path)], capture_output=True, text=True,
+                          env=offline_env(), timeout=120)
+    assert proc.returncode == 0, proc.stdout
+    proc = subprocess.run([tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(path)],
+                          capture_output=True, text=True, env=offline_env(), timeout=120)
+    assert proc.returncode == 0, proc.stdout
