@@ -176,7 +176,8 @@ class ScriptedConnection:
         elif method == "session/prompt":
             result = {"stopReason": "end_turn"}
             if "sleep 120" in params["prompt"][0]["text"]:
-                update = {"sessionUpdate": "tool_call", "toolCallId": "t-1", "title": "sleep 120", "kind": "execute"}
+                update = {"sessionUpdate": "tool_call", "toolCallId": "t-1", "title": "sleep 120", "kind": "execute",
+                          "status": "in_progress"}
                 self.session._notification(jsonrpc.Notification(
                     "session/update", {"sessionId": "s-1", "update": update}, ""))
                 await self.cancelled.wait()

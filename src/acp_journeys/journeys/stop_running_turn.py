@@ -1,6 +1,7 @@
 """#step-7 Stop a running turn: ask for `sleep 120`, cancel once it runs, time the stop.
 
-"It runs" is the first of: a tool_call/tool_call_update about it, a permission request for it
+"It runs" is the first of: a tool_call/tool_call_update about it that is under way (not
+`pending`), a permission request for it
 (allowed, then cancelled), or a `sleep 120` process among the agent's processes. If none shows up
 within the turn's bound, it cancels then (and the judge says so); it never waits out the sleep.
 """
@@ -18,6 +19,7 @@ from acp_journeys.journeys.common import open_session, text
 from acp_journeys.journeys.driver import JourneyContext
 
 POLL_S = 0.25
+RUNNING = ("in_progress", "completed", "failed")
 
 
 def about_sleep(tool_call: dict[str, Any]) -> bool:
@@ -50,8 +52,11 @@ async def run(ctx: JourneyContext) -> None:
             turn.command_seen_at = ctx.clock.now()
             running.set()
 
+    # A `pending` tool call is not running yet (it may wait for permission): cancelling then
+    # would test nothing of the kill path, so only a call under way counts.
     agent.on_update = lambda kind, update: seen("tool_call") if (
-        kind in ("tool_call", "tool_call_update") and about_sleep(update)) else None
+        kind in ("tool_call", "tool_call_update") and update.get("status") in RUNNING
+        and about_sleep(update)) else None
     agent.on_permission = lambda record: seen("permission") if about_sleep(record.tool_call) else None
 
     async def watch_processes() -> None:
