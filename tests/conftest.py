@@ -57,5 +57,12 @@ def reference_agent(*defects: str) -> list[str]:
 
 
 @pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    return tmp_path
+def stub():
+    """The scripted model endpoint on loopback, for one test (it starts in milliseconds)."""
+    from acp_journeys.model_stub import ModelStub
+
+    server = ModelStub().start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import shutil
@@ -22,7 +21,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -30,6 +28,7 @@ from pathlib import Path
 
 import pytest
 from action_harness import CompositeAction, job_env, parse_github_output
+from fake_github import FakeGitHub, serve
 from ruamel.yaml import YAML
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -521,38 +520,10 @@ def engine_images() -> None:
         subprocess.run([str(ROOT / "scripts" / "build-base-image.sh"), BASE_IMAGE], check=True, timeout=1800)
 
 
-@dataclass
-class FakeGitHub:
-    requests: list[dict] = field(default_factory=list)
-    url: str = ""
-
-
 @pytest.fixture
 def github_api() -> Iterator[FakeGitHub]:
-    fake = FakeGitHub()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
-            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            fake.requests.append({"path": self.path, "headers": dict(self.headers.items()), "body": body})
-            data = json.dumps({"id": len(fake.requests),
-                               "html_url": f"https://github.example.test/o/agent/runs/{len(fake.requests)}"}).encode()
-            self.send_response(201)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    fake.url = f"http://127.0.0.1:{server.server_port}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield fake
-    server.shutdown()
-    server.server_close()
+    with serve(FakeGitHub(check_id=1, check_url="https://github.example.test/o/agent/runs/1")) as fake:
+        yield fake
 
 
 def _agent_repo(workspace: Path) -> None:

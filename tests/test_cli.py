@@ -109,7 +109,7 @@ def test_two_runs_at_once_keep_their_own_note(tmp_path):
 def test_secrets_given_with_env_never_reach_any_output(tmp_path):
     canary = "canary-SECRET-9f8e7d6c5b"
     # The agent prints its secret to stderr (which result.json keeps a tail of) and still works.
-    agent = ["sh", "-c", f'echo "token=$ACPJ_TOKEN" >&2; exec "$0" "$@"', *reference_agent()]
+    agent = ["sh", "-c", 'echo "token=$ACPJ_TOKEN" >&2; exec "$0" "$@"', *reference_agent()]
     outcome = run_journeys(agent, tmp_path, "--env", f"ACPJ_TOKEN={canary}", "--transcripts")
     assert outcome.code == 0, outcome.stderr
     text = outcome.path.read_text()

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
 
 from conftest import reference_agent, run_journeys
+from fake_github import FakeGitHub, serve
 
 
 def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -70,40 +69,21 @@ def test_expect_sha_gates_on_the_tested_commit(failing_result, tmp_path):
     assert other.returncode == 1 and "not of deadbeef" in other.stderr
 
 
-class _Api(http.server.BaseHTTPRequestHandler):
-    seen: list[dict] = []
-
-    def do_POST(self):  # noqa: N802
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        _Api.seen.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": json.loads(body)})
-        data = json.dumps({"id": 1, "html_url": "http://example.test/check/1"}).encode()
-        self.send_response(201)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
-
-
 def test_report_github_posts_a_check_run_and_writes_the_summary(failing_result, tmp_path):
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Api)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        summary, outputs = tmp_path / "summary.md", tmp_path / "outputs"
-        env = {"GITHUB_API_URL": f"http://127.0.0.1:{server.server_port}", "GITHUB_REPOSITORY": "o/r",
+    summary, outputs = tmp_path / "summary.md", tmp_path / "outputs"
+    with serve(FakeGitHub(check_url="http://example.test/check/1")) as api:
+        env = {"GITHUB_API_URL": api.url, "GITHUB_REPOSITORY": "o/r",
                "GITHUB_SHA": "1" * 40, "GITHUB_EVENT_NAME": "push", "GITHUB_TOKEN": "ghs_tok-123456",
                "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(outputs),
                "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
         out = cli("report", str(failing_result), "--github", env=env)
-    finally:
-        server.shutdown()
     assert out.returncode == 0, out.stderr
     assert "ghs_tok-123456" not in out.stdout + out.stderr
-    post = _Api.seen[-1]
-    assert post["path"] == "/repos/o/r/check-runs" and post["auth"] == "Bearer ghs_tok-123456"
-    assert post["body"]["conclusion"] == "failure" and post["body"]["head_sha"] == "1" * 40
-    assert "reply-missing-marker" in post["body"]["output"]["summary"]
+    [post] = api.requests
+    payload = json.loads(post["body"])
+    assert post["path"] == "/repos/o/r/check-runs" and post["headers"]["Authorization"] == "Bearer ghs_tok-123456"
+    assert payload["conclusion"] == "failure" and payload["head_sha"] == "1" * 40
+    assert "reply-missing-marker" in payload["output"]["summary"]
     assert "reply-missing-marker" in summary.read_text()
     assert "verdict" in outputs.read_text()
 

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import reference_agent, run_cli, run_journeys
+from conftest import reference_agent, run_journeys
 
 ALL = ("turn-to-end", "follow-up-same-session", "follow-up-after-restart", "image-and-file",
        "stop-running-turn", "plan-turn-saved-plan", "plan-regular-plan")

@@ -22,11 +22,6 @@ from pathlib import Path
 
 import pytest
 
-try:
-    import acp_journeys  # noqa: F401
-except ImportError:  # not installed: run from the source tree
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
 from acp_journeys.mcp_server import (
     RELAY_SCRIPT,
     McpCallRecord,

@@ -9,7 +9,6 @@ The stub's records then say what reached the model, which is the evidence a fail
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,15 +25,6 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     "--wrong-tool": {"plan-turn-saved-plan": ["create-plan-not-called"],
                      "plan-regular-plan": ["create-plan-not-called"]},
 }
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[ModelStub]:
-    server = ModelStub().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.mark.parametrize("flag", list(EXPECTED), ids=lambda f: f or "no-defect")

@@ -11,7 +11,6 @@ are ask, accept-edits and auto-approve).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,15 +37,6 @@ provider = "stub"
 alias = "stub"
 supports_images = true
 """
-
-
-@pytest.fixture
-def stub() -> Iterator[ModelStub]:
-    server = ModelStub().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_mistral_vibe_gets_its_predicted_verdict(stub: ModelStub, tmp_path: Path) -> None:

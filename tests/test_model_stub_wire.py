@@ -13,7 +13,6 @@ import io
 import json
 import socket
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -39,15 +38,6 @@ SCHEMAS = {
     "mcp__rondar__get_plan": {"type": "object", "properties": {"plan_id": {"type": "string"}},
                               "required": ["plan_id"]},
 }
-
-
-@pytest.fixture
-def stub() -> Iterator[ModelStub]:
-    server = ModelStub().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def red_png() -> bytes:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import http.server
 import json
 import re
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from fake_github import FakeGitHub, serve
 from sample_results import DOCS, all_pass, failure, journey, mixed, run
 
 from acp_journeys.baseline import apply_baseline, parse_baseline
@@ -23,54 +21,12 @@ HEAD_SHA = "a" * 40
 PUSH_SHA = "b" * 40
 
 
-@dataclass
-class FakeGitHub:
-    """Answers POST check-runs with the next status of `statuses` (the last one repeats)."""
-
-    statuses: list[int] = field(default_factory=lambda: [201])
-    requests: list[dict] = field(default_factory=list)
-    url: str = ""
-
-    def answer(self) -> int:
-        return self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
-
-
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    fake = FakeGitHub()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
-            length = int(self.headers.get("Content-Length", "0"))
-            body = self.rfile.read(length)
-            fake.requests.append({"path": self.path, "headers": dict(self.headers.items()), "body": body})
-            status = fake.answer()
-            if status == 201:
-                answer = {"id": 7, "html_url": "https://github.example.test/o/r/runs/7"}
-            else:
-                answer = {"message": "Resource not accessible by integration" if status == 403 else "boom"}
-            data = json.dumps(answer).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with serve(FakeGitHub()) as fake:
         yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
 def gh_env(tmp_path: Path, api_url: str, event: str = "push", payload: dict | None = None) -> dict[str, str]:

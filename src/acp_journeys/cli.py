@@ -296,7 +296,6 @@ def _publish(result, args: argparse.Namespace, baseline) -> int:
 async def _execute(run) -> tuple[object, int | None]:
     """Runs with SIGINT/SIGTERM turned into a clean stop of every journey."""
     loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
     stopped: list[int] = []
     inner = asyncio.create_task(run.execute())
 
@@ -314,13 +313,12 @@ async def _execute(run) -> tuple[object, int | None]:
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
-    del task
     return result, (stopped[0] if stopped else None)
 
 
 def _verify(args: argparse.Namespace) -> int:
     from acp_journeys.judge import judge_result
-    from acp_journeys.report import console, result_json
+    from acp_journeys.report import result_json
 
     baseline = _load_baseline(args.baseline)
     try:

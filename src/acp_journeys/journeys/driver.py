@@ -211,20 +211,23 @@ class AgentSession:
         self.request = None
         record.answered_at = answer.answered_at
         record.result = _clip_json(answer.result)
+        self._note_answer(record, answer, method)
+        return record, answer
+
+    def _note_answer(self, record: RequestEvidence | TurnEvidence, answer: Answer, what: str) -> None:
+        """How a request ended, on its evidence; a missing answer stops the journey."""
         record.error = answer.error
         record.timed_out = answer.timed_out
         record.agent_exited = answer.agent_gone
         if answer.timed_out:
-            self.ctx.stop_early(f"{method} got no answer within {timeout:.0f}s")
+            self.ctx.stop_early(f"{what} got no answer within the bound")
         elif answer.agent_gone:
-            self.ctx.stop_early(f"the agent ended during {method}")
-        return record, answer
+            self.ctx.stop_early(f"the agent ended during {what}")
 
     async def initialize(self) -> bool:
         """True when the agent answered initialize with a result (its version is the judge's)."""
         if self.conn is None:
             return False
-        assert self.conn is not None
         self.evidence.initialize_sent_at = self.ctx.clock.now()
         answer = await self.conn.request(
             "initialize", {"protocolVersion": 1, "clientCapabilities": {}}, self.ctx.bounds.initialize())
@@ -295,15 +298,7 @@ class AgentSession:
         turn.answered_at = answer.answered_at if answer.raw is not None else None
         if answer.raw is not None and answer.error is None:
             turn.stop_reason = answer.result.get("stopReason") if isinstance(answer.result, dict) else None
-        turn.error = answer.error
-        turn.timed_out = answer.timed_out
-        turn.agent_exited = answer.agent_gone
-        if answer.timed_out:
-            self.ctx.stop_early(f"turn {turn.name} got no answer within the bound")
-        elif answer.agent_gone:
-            self.ctx.stop_early(f"the agent ended during turn {turn.name}")
-        if turn.answered_at is None:
-            turn.answered_at = None
+        self._note_answer(turn, answer, f"turn {turn.name}")
         self.last_turn = turn
         self.turn = None
         self.ctx.current_turn = None

@@ -9,25 +9,17 @@ from __future__ import annotations
 import posixpath
 
 from acp_journeys import prompts
-from acp_journeys.journeys.common import open_session, text
-from acp_journeys.journeys.driver import JourneyContext, find_plan_switch, marker
-
-TITLE = prompts.PLAN_TITLE_PLAN_REGULAR_PLAN
+from acp_journeys.journeys.common import open_plan_session, text
+from acp_journeys.journeys.driver import JourneyContext, marker
 
 
 async def run(ctx: JourneyContext) -> None:
-    ctx.evidence.markers["input"] = word = marker("INPUT")
     ctx.evidence.markers["regular"] = regular_word = marker("TOUCH")
-    agent = await open_session(ctx)
-    if agent is None:
+    plan = await open_plan_session(ctx)
+    if plan is None:
         return
-    switch = ctx.evidence.plan_switch = find_plan_switch(agent.session_answer)
-    if switch.how is None or switch.plan_value is None:
-        ctx.stop_early("no Plan mode")
-        return
-    input_path = posixpath.join(ctx.sandbox.workspace, "plan-input.txt")
-    await ctx.sandbox.write_file(input_path, f"{word}\n".encode())
-    plan_prompt = text(prompts.plan_turn(input_path, TITLE))
+    agent, switch = plan.agent, plan.switch
+    plan_prompt = text(prompts.plan_turn(plan.input_path, prompts.PLAN_TITLE_PLAN_REGULAR_PLAN))
     initial = switch.initial_value or "default"
 
     if not await agent.set_mode(switch, switch.plan_value):
