@@ -59,6 +59,13 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     "huge-chunk": {},
     "oversized-line": {},
     # It never answers a prompt, but answers session/cancel at once (with cancelled).
+    "asks-client-fs": {},
+    # The reply comes only after the answer to session/prompt: a late update never counts.
+    "reply-after-answer": {"turn-to-end": ["reply-missing-marker"],
+                           "follow-up-same-session": ["reply-missing-word"],
+                           "follow-up-after-restart": ["reply-missing-word"],
+                           "image-and-file": ["reply-missing-red", "reply-missing-word"],
+                           "plan-turn-saved-plan": ["reply-missing-plan-id"]},
     "hang-turn": {**every("timeout"), "stop-running-turn": ["no-tool-call-before-cancel", "sleep-never-started"]},
 }
 
@@ -120,3 +127,22 @@ def test_daemon_is_recorded_and_killed(tmp_path):
     for leftover in leftovers:
         assert not psutil.pid_exists(leftover["pid"]) or \
             psutil.Process(leftover["pid"]).status() == psutil.STATUS_ZOMBIE
+
+
+def test_late_updates_are_recorded_apart_from_the_reply(tmp_path):
+    outcome = run_journeys(reference_agent("reply-after-answer"), tmp_path, "--journey", "turn-to-end")
+    turn = outcome.result["journeys"][0]["evidence"]["turns"][0]
+    marker = outcome.result["journeys"][0]["evidence"]["markers"]["reply"]
+    assert turn["reply_text"] == "Working on it." and marker not in turn["reply_text"]
+    assert turn["late_updates"] == {"agent_message_chunk": 1}
+    assert any("after the answer" in w for w in outcome.result["journeys"][0]["warnings"])
+
+
+def test_requests_for_capabilities_never_offered_are_refused_and_recorded(tmp_path):
+    outcome = run_journeys(reference_agent("asks-client-fs"), tmp_path, "--journey", "turn-to-end")
+    journey = outcome.result["journeys"][0]
+    assert journey["verdict"] == "pass"
+    refused = journey["evidence"]["turns"][0]["agent_requests"]
+    assert [(r["method"], r["error_code"]) for r in refused] == [("fs/read_text_file", -32601),
+                                                                  ("terminal/create", -32601)]
+    assert sum("refused the agent's request" in w for w in journey["warnings"]) == 2

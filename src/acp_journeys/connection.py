@@ -59,7 +59,8 @@ RequestHandler = Callable[[jsonrpc.Request], Awaitable[tuple[Any, dict[str, Any]
 class AgentConnection:
     def __init__(self, process: AgentProcess, index: int, clock: Clock, transcript: list[Frame],
                  warnings: list[ProtocolWarning], on_notification: Callable[[jsonrpc.Notification], None],
-                 on_request: RequestHandler, *, max_line: int = framing.DEFAULT_MAX_LINE) -> None:
+                 on_request: RequestHandler, *, max_line: int = framing.DEFAULT_MAX_LINE,
+                 on_response: Callable[[str, Answer], None] | None = None) -> None:
         self.process = process
         self.index = index
         self.clock = clock
@@ -67,6 +68,7 @@ class AgentConnection:
         self.warnings = warnings
         self.on_notification = on_notification
         self.on_request = on_request
+        self.on_response = on_response
         self.outbox = jsonrpc.Outbox()
         self.lines = framing.LineBuffer(max_line)
         self.pending: dict[Any, tuple[str, asyncio.Future[Answer]]] = {}
@@ -187,8 +189,13 @@ class AgentConnection:
         method, future = entry
         if message.error is None:
             self._check("agent-response", method, message.result)
+        answer = Answer(message.result, message.error, message.raw, self.clock.now())
+        if self.on_response is not None:
+            # At once, before the next line of the same read: an update that comes after this
+            # answer must never be taken for part of it.
+            self.on_response(method, answer)
         if not future.done():
-            future.set_result(Answer(message.result, message.error, message.raw, self.clock.now()))
+            future.set_result(answer)
 
     async def _answer(self, request: jsonrpc.Request) -> None:
         try:

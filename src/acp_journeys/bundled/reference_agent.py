@@ -34,6 +34,8 @@ thing and nothing else):
   ignore-cancel            session/cancel does nothing
   cancel-end-turn          session/cancel kills the command, the turn ends with end_turn
   no-tool-call             runs commands with no tool_call update and no permission request
+  asks-client-fs           before each answer, asks the client for fs/read_text_file and terminal/create
+  reply-after-answer       answers the prompt first, then sends the reply as a late update
   leave-sleep              session/cancel answers `cancelled` but the command runs on, also after exit
   no-modes                 no `modes` in session/new and session/load
   config-option-mode       no `modes`, a "mode" entry of `configOptions` instead (passes all journeys)
@@ -82,7 +84,8 @@ DEFECTS = frozenset(
     no-image-capability colour-blind slow-cancel ignore-cancel cancel-end-turn no-tool-call
     leave-sleep no-modes config-option-mode set-mode-error ignore-mcp wrong-plan-title
     skip-get-plan no-plan-id-reply plan-writes-file no-touch crash-mid-turn no-initialize-answer
-    garbage-stdout stderr-flood huge-chunk oversized-line hang-turn""".split()
+    garbage-stdout stderr-flood huge-chunk oversized-line hang-turn asks-client-fs
+    reply-after-answer""".split()
 )
 
 # JSON-RPC error codes (the ErrorCode values of the ACP schema).
@@ -790,6 +793,17 @@ class Agent:
                 return  # cancel() answers this turn
             session.history.append({"role": "agent", "text": reply})
             session.save()  # before the answer: the client may restart us right after it
+            if self.broken("asks-client-fs"):
+                # Uses client capabilities that were never advertised; goes on when refused.
+                self.wire.request("fs/read_text_file", {"sessionId": session.id, "path": "/etc/hostname"},
+                                  timeout=5)
+                self.wire.request("terminal/create", {"sessionId": session.id, "command": "true"}, timeout=5)
+            if self.broken("reply-after-answer"):
+                self.say(turn, "Working on it.")
+                turn.answer("end_turn")
+                self.wire.notify("session/update", {"sessionId": session.id, "update": {
+                    "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": reply}}})
+                return
             self.say(turn, reply)
             turn.answer("end_turn")
         except Exception as exc:

@@ -142,7 +142,8 @@ class AgentSession:
             return
         self.evidence.pid = self.process.pid
         self.conn = AgentConnection(self.process, self.index, self.ctx.clock, self.ctx.transcript,
-                                    self.ctx.evidence.protocol_warnings, self._notification, self._agent_request)
+                                    self.ctx.evidence.protocol_warnings, self._notification, self._agent_request,
+                                    on_response=self._response)
         self.conn.start()
         self._watch = asyncio.create_task(self._watch_exit())
 
@@ -314,6 +315,12 @@ class AgentSession:
         await self.conn.notify("session/cancel", {"sessionId": self.session_id})
 
     # --- what the agent sends ------------------------------------------------------------------
+
+    def _response(self, method: str, answer: Answer) -> None:
+        if method == "session/prompt" and self.turn is not None:
+            self.turn.answered_at = answer.answered_at
+            self.last_turn, self.turn = self.turn, None
+            self.ctx.current_turn = None
 
     def _notification(self, message: jsonrpc.Notification) -> None:
         if message.method != "session/update" or not isinstance(message.params, dict):
