@@ -47,11 +47,16 @@ while [ $# -gt 0 ]; do
         src="$(abs "$src")"
         args+=(--login "$src$dest"); mounts+=(-v "$src:$src:ro") ;;
     --env|--env=*)
-        # NAME alone: the host's value, which the runner's container must be given by name
-        # (docker run -e NAME), so that it never shows on a command line.
+        # Every value reaches the runner's container by name (docker run -e NAME), never on a
+        # command line, where `docker inspect` and ps would show it.
         if [ "$1" = --env ]; then [ $# -ge 2 ] || die "--env needs NAME[=VALUE]"; spec="$2"; shift; else spec="${1#*=}"; fi
-        case "$spec" in *=*) ;; *) envs+=(-e "$spec") ;; esac
-        args+=(--env "$spec") ;;
+        env_name="${spec%%=*}"
+        case "$env_name" in
+        PATH|HOME|PWD|HOSTNAME|LD_*|PYTHON*|DOCKER_*|ACP_JOURNEYS_*)
+            die "--env $env_name: run.sh passes values through the runner's own environment, where $env_name would change the runner; set it in the agent's image instead" ;;
+        esac
+        if [ "$env_name" != "$spec" ]; then export "$env_name=${spec#*=}"; fi
+        envs+=(-e "$env_name"); args+=(--env "$env_name") ;;
     --image|--image=*)
         have_image=1; args+=("$1"); if [ "$1" = --image ]; then [ $# -ge 2 ] || die "--image needs a name"; args+=("$2"); shift; fi ;;
     *)
@@ -101,7 +106,8 @@ fi
 
 say "running acp-journeys in $runner_image (the runner has no network; the engine makes the agents' containers)"
 set +e
-docker run --rm --name "$name" "${labels[@]}" --network none "${user[@]}" \
+# --init: PID 1 of its own, so that the runner gets SIGTERM from `docker stop` like any process.
+docker run --rm --init --name "$name" "${labels[@]}" --network none "${user[@]}" \
     -v "$sock:/var/run/docker.sock" \
     -v "$volume:$shared_dir" -e "ACP_JOURNEYS_SHARED_VOLUME=$volume" -e "ACP_JOURNEYS_SHARED_DIR=$shared_dir" \
     -e "ACP_JOURNEYS_OWNER=container:$name" -e "ACP_JOURNEYS_HOST_HOME=$HOME" -e ACP_JOURNEYS_IN_CONTAINER=1 \

@@ -162,3 +162,13 @@ def test_entrypoint_calls_the_same_main():
     out = subprocess.run([sys.executable, str(ROOT / "entrypoint.py"), "list"], capture_output=True, text=True,
                          timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert out.returncode == 0 and "turn-to-end" in out.stdout
+
+
+def test_a_runner_error_is_exit_2_not_a_finding_about_the_agent(tmp_path):
+    outcome = run_journeys(reference_agent(), tmp_path, "--journey", "turn-to-end")
+    data = json.loads(outcome.path.read_text())
+    data["journeys"][0]["evidence"]["runner_error"] = "RuntimeError: boom"
+    outcome.path.write_text(json.dumps(data))
+    out = cli("verify", str(outcome.path))
+    assert out.returncode == 2
+    assert "ERROR" in out.stdout and "not a finding about the agent" in out.stderr

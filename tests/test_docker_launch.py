@@ -587,10 +587,22 @@ def test_run_sh_runs_the_runner_image_with_the_agent_dir(engine: Any, tmp_path: 
         engine.images.get("acp-journeys/runner:dev")
     except docker.errors.ImageNotFound:
         pytest.skip("needs the runner image (scripts/build-runner-image.sh)")
-    proc = subprocess.run([str(ROOT / "run.sh"), "--agent-dir", str(BUNDLED), "-q", "--journey", "turn-to-end",
-                           "--journey", "follow-up-after-restart", "--", "python3", "/agent/reference_agent.py"],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    secret = "run-sh-canary-5e1f2a9b"
+    command = [str(ROOT / "run.sh"), "--agent-dir", str(BUNDLED), "-q", "--journey", "turn-to-end",
+               "--journey", "follow-up-after-restart", "--env", f"AGENT_TOKEN={secret}",
+               "--", "python3", "/agent/reference_agent.py"]
+    runner = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    # While it runs, the runner container's command line holds the name, never the value.
+    seen_args: list[str] = []
+    deadline = time.monotonic() + 120
+    while runner.poll() is None and time.monotonic() < deadline and not seen_args:
+        for c in engine.api.containers(filters={"name": "acpj-runner-"}):
+            seen_args = engine.api.inspect_container(c["Id"])["Args"]
+        time.sleep(0.2)
+    stdout, stderr = runner.communicate(timeout=300)
+    assert runner.returncode == 0, stdout + stderr
+    assert seen_args and "AGENT_TOKEN" in seen_args and not any(secret in a for a in seen_args)
+    assert secret not in stdout + stderr + (tmp_path / "result.json").read_text()
     import json
 
     result = json.loads((tmp_path / "result.json").read_text())

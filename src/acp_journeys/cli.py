@@ -290,6 +290,12 @@ def _publish(result, args: argparse.Namespace, baseline) -> int:
 
         write_junit(result, args.junit, docs_url=result.docs_url, baseline=outcome)
         print(f"junit: {args.junit}")
+    ours = [j.id for j in result.journeys if any(f.id == "runner-error" for f in j.failures)]
+    if ours:
+        # Our own failure is no finding about the agent: a gate must not blame the agent for it.
+        print(f"acp-journeys: error: acp-journeys itself failed in {', '.join(ours)} (not a finding about "
+              "the agent); see runner_error in the result", file=sys.stderr)
+        return EXIT_USAGE
     return EXIT_PASS if verdict == "pass" else EXIT_FAIL
 
 
