@@ -172,3 +172,24 @@ def test_a_runner_error_is_exit_2_not_a_finding_about_the_agent(tmp_path):
     out = cli("verify", str(outcome.path))
     assert out.returncode == 2
     assert "ERROR" in out.stdout and "not a finding about the agent" in out.stderr
+
+
+def test_relative_paths_of_the_command_are_taken_from_where_it_runs(tmp_path):
+    from acp_journeys.cli import absolute_paths
+
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "agent.py").write_text("")
+    (tmp_path / "conf.toml").write_text("")
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        assert absolute_paths(["bin/agent.py", "--acp", "conf.toml", "plan"]) == [
+            str(tmp_path / "bin" / "agent.py"), "--acp", str(tmp_path / "conf.toml"), "plan"]
+        assert absolute_paths(["python3", "bin/agent.py"]) == ["python3", str(tmp_path / "bin" / "agent.py")]
+    finally:
+        os.chdir(cwd)
+    import shutil
+
+    shutil.copy(ROOT / "src" / "acp_journeys" / "bundled" / "reference_agent.py", tmp_path / "agent.py")
+    out = run_journeys([sys.executable, "agent.py"], tmp_path, "--journey", "turn-to-end")
+    assert out.code == 0, out.stdout

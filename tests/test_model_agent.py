@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_journeys.model_stub import ModelStub, hints
+from acp_journeys.model_stub import hints
+from acp_journeys.model_stub.records import RequestRecord
 from conftest import AGENTS, run_journeys
 
 MODEL_AGENT = AGENTS / "model_agent.py"
@@ -28,21 +29,52 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
 
 
 @pytest.mark.parametrize("flag", list(EXPECTED), ids=lambda f: f or "no-defect")
-def test_model_agent_verdicts(stub: ModelStub, tmp_path: Path, flag: str) -> None:
-    began = len(stub.records)
+def test_model_agent_verdicts(tmp_path: Path, flag: str) -> None:
+    """`run --model-stub`: the runner serves the endpoint and fills {model_url} per journey."""
     agent = [sys.executable, str(MODEL_AGENT), *([flag] if flag else [])]
-    outcome = run_journeys(agent, tmp_path, "--timeout-scale", "0.2",
-                           "--env", f"OPENAI_BASE_URL={stub.url}/v1", "--env", "OPENAI_API_KEY=stub",
+    outcome = run_journeys(agent, tmp_path, "--timeout-scale", "0.2", "--model-stub",
+                           "--env", "OPENAI_BASE_URL={model_url}/v1", "--env", "OPENAI_API_KEY=stub",
                            env={"MODEL_AGENT_STATE": str(tmp_path / "model-agent-state")})
     assert outcome.result is not None, outcome.stderr
     assert outcome.failures() == EXPECTED[flag], outcome.stdout
     assert outcome.code == (0 if not EXPECTED[flag] else 1)
-    records = stub.records.snapshot()[began:]
-    intents = {r.intent for r in records}
+    assert outcome.result["model_stub"]["dialects"] == ["openai-chat"]
+    journeys = {j["id"]: j for j in outcome.result["journeys"]}
+    for journey in journeys.values():
+        records = journey["evidence"]["model_requests"]
+        assert journey["evidence"]["model_stub_used"] and records, journey["id"]
+        assert all(r["tag"] == journey["id"] and r["status"] == 200 and r["stream"] for r in records)
+    intents = {r["intent"] for j in journeys.values() for r in j["evidence"]["model_requests"]}
     assert {"reply", "remember", "recall", "read_and_look", "shell", "plan"} <= intents
-    assert all(r.status == 200 and r.dialect == "openai-chat" and r.stream for r in records)
-    image_requests = [r for r in records if r.intent == "read_and_look"]
+    image = journeys["image-and-file"]
     if flag == "--drop-image":
-        assert "the image never reached the model" in hints(image_requests)
+        assert "the image never reached the model" in image["failures"][0]["detail"]
+        assert not any(r["image_present"] for r in image["evidence"]["model_requests"])
     else:
-        assert any(r.image_decoded for r in image_requests)
+        assert any(r["image_decoded"] for r in image["evidence"]["model_requests"])
+    # The records were judged again from result.json: verify gives the same hints.
+    assert hints([RequestRecord.from_dict(r) for r in image["evidence"]["model_requests"]]) == [
+        w.removeprefix("model endpoint: ") for w in image["warnings"] if w.startswith("model endpoint: ")]
+
+
+def test_model_stub_and_its_placeholder_are_checked(tmp_path: Path) -> None:
+    lonely = run_journeys([sys.executable, str(MODEL_AGENT)], tmp_path, "--journey", "turn-to-end",
+                          "--model-stub-config-template", "x:y")
+    assert lonely.code == 2 and "goes with --model-stub" in lonely.stderr
+    warned = run_journeys([sys.executable, str(MODEL_AGENT)], tmp_path, "--journey", "turn-to-end",
+                          "--model-stub", "--env", "OPENAI_API_KEY=stub")
+    assert "no --env value or config template holds {model_url}" in warned.stderr
+    assert warned.failures() != {}
+
+
+def test_a_config_template_lands_in_a_home_of_the_journey(tmp_path: Path) -> None:
+    template = tmp_path / "agent.json"
+    template.write_text('{"base_url": "{model_url}/v1", "keep": {"braces": true}}')
+    # The agent reads its base URL from the file in its home, not from the environment.
+    agent = ["sh", "-c", 'export OPENAI_BASE_URL="$(python3 -c \'import json,os;'
+             'print(json.load(open(os.path.expanduser("~/.config/agent.json")))["base_url"])\')"; exec "$@"',
+             "sh", sys.executable, str(MODEL_AGENT)]
+    outcome = run_journeys(agent, tmp_path, "--timeout-scale", "0.2", "--journey", "turn-to-end", "--model-stub",
+                           "--model-stub-config-template", f"{template}:.config/agent.json",
+                           "--env", "OPENAI_API_KEY=stub", env={"MODEL_AGENT_STATE": str(tmp_path / "s")})
+    assert outcome.failures() == {}, outcome.stdout

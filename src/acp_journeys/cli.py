@@ -65,6 +65,11 @@ def _parser() -> argparse.ArgumentParser:
                      help="docker mode: pull IMAGE when it is missing (default: never)")
     run.add_argument("--agent-dir", metavar="DIR", help="docker mode: mount DIR at /agent in each container")
     run.add_argument("--subject-sha", metavar="SHA", help="the commit under test, for release gates")
+    run.add_argument("--model-stub", action="store_true",
+                     help="serve a scripted model endpoint for the run; {model_url} in --env values "
+                          "(and config templates) becomes its address")
+    run.add_argument("--model-stub-config-template", action="append", default=[], metavar="SRC:DEST",
+                     help="with --model-stub: write SRC, {model_url} filled, at DEST under the agent's home")
     _add_report_options(run)
     run.add_argument("--tracking", choices=("auto", "subreaper"), default="auto", help=argparse.SUPPRESS)
     run.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
@@ -165,15 +170,27 @@ def _agent_argv(args: argparse.Namespace) -> list[str]:
     return agent
 
 
+def absolute_paths(argv: list[str]) -> list[str]:
+    """Relative paths of the command, taken from where the user runs us: the agent's process
+    starts in the journey's workspace, where `./agent.py` would name nothing."""
+    out = []
+    for i, arg in enumerate(argv):
+        relative = not arg.startswith(("-", "/")) and (os.sep in arg or i > 0)
+        out.append(os.path.abspath(arg) if relative and os.path.exists(arg) else arg)
+    return out
+
+
 def _run(args: argparse.Namespace) -> int:
     from acp_journeys.journeys.driver import Bounds
     from acp_journeys.launch.base import LaunchError
     from acp_journeys.launch.local import LocalLauncher
     from acp_journeys.redact import Redactor, parse_env_option
     from acp_journeys.report import console, result_json
-    from acp_journeys.runner import Run, RunConfig
+    from acp_journeys.runner import ModelStubConfig, Run, RunConfig
 
     argv = _agent_argv(args)
+    if not args.image:
+        argv = absolute_paths(argv)
     journeys = args.journeys or list(catalog.JOURNEY_IDS)
     unknown = [j for j in journeys if j not in catalog.JOURNEYS_BY_ID]
     if unknown:
@@ -187,13 +204,33 @@ def _run(args: argparse.Namespace) -> int:
     baseline = _load_baseline(args.baseline)
     redactor = Redactor()
     env: dict[str, str] = {}
+    stub_env: dict[str, str] = {}
+    from acp_journeys.model_stub.placeholders import PLACEHOLDER, parse_config_template
+
     for option in args.env:
         try:
             name, value = parse_env_option(option)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+        if args.model_stub and PLACEHOLDER in value:
+            stub_env[name] = value  # an address template, filled per journey; not a secret
+            continue
         env[name] = value
         redactor.add(value)
+    stub_files: list[tuple[str, str]] = []
+    for option in args.model_stub_config_template:
+        if not args.model_stub:
+            raise UsageError("--model-stub-config-template goes with --model-stub")
+        try:
+            source, dest = parse_config_template(option)
+            stub_files.append((open(source, encoding="utf-8").read(), dest))
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        except OSError as exc:
+            raise UsageError(f"--model-stub-config-template {option}: {exc.strerror or exc}") from None
+    if args.model_stub and not stub_env and not stub_files:
+        print(f"acp-journeys: warning: --model-stub, but no --env value or config template holds "
+              f"{PLACEHOLDER}: the agent is not told where the endpoint is", file=sys.stderr)
     demo_state = None
     if args.demo:
         # The reference agent keeps its sessions here; the run removes it at the end.
@@ -239,7 +276,8 @@ def _run(args: argparse.Namespace) -> int:
         progress.say(f"running {len(journeys)} journey(s) against: {' '.join(argv)} ({where})")
         config = RunConfig(argv=argv, journeys=journeys, parallel=args.parallel,
                            bounds=Bounds(scale=args.timeout_scale), strict=args.strict,
-                           transcripts=args.transcripts, docs_url=args.docs_url, subject=subject)
+                           transcripts=args.transcripts, docs_url=args.docs_url, subject=subject,
+                           model_stub=ModelStubConfig(stub_env, stub_files) if args.model_stub else None)
         result, stopped_by = asyncio.run(_execute(Run(config, launcher, progress)))
     finally:
         if demo_state:

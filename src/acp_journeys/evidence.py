@@ -160,6 +160,10 @@ class JourneyEvidence(_Model):
     plan_switch: PlanSwitchEvidence | None = None
     mcp_calls_outside_turns: list[McpCallEvidence] = Field(default_factory=list)
     protocol_warnings: list[ProtocolWarning] = Field(default_factory=list)
+    model_stub_used: bool = False
+    """The agent was pointed at the scripted model endpoint (`run --model-stub`)."""
+    model_requests: list[dict[str, Any]] = Field(default_factory=list)
+    """What the agent sent the scripted model endpoint in this journey, and what it decided."""
     stopped_early: str | None = None
     """Why the journey's script stopped before its end (the agent exited, a bound ran out...)."""
     interrupted: bool = False
@@ -207,6 +211,8 @@ class RunResult(_Model):
     docs_url: str
     machine: dict[str, Any] = Field(default_factory=dict)
     timeout_scale: float = 1.0
+    model_stub: dict[str, Any] | None = None
+    """With `--model-stub`: that it served, how many requests, in which dialects."""
     journeys: list[JourneyResult] = Field(default_factory=list)
     verdict: Literal["pass", "fail"] = "fail"
     passed: int = 0

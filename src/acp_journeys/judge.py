@@ -129,8 +129,21 @@ def judge_journey(evidence: JourneyEvidence, *, strict: bool = False,
     # A journey that stopped early always fails, even if no check above names the cause.
     if evidence.stopped_early and not findings.items:
         findings.add("timeout", evidence.stopped_early)
+    if evidence.model_stub_used:
+        # What reached the scripted model says why the agent's plumbing failed.
+        for hint in model_hints(evidence.model_requests):
+            warnings.append(f"model endpoint: {hint}")
+            for failure in findings.items.values():
+                failure.detail = f"{failure.detail}; model endpoint: {hint}" if failure.detail else \
+                    f"model endpoint: {hint}"
     verdict: Verdict = "fail" if findings.items else "pass"
     return Judgement(verdict, list(findings.items.values()), warnings)
+
+
+def model_hints(requests: list[dict[str, Any]]) -> list[str]:
+    from acp_journeys.model_stub.records import RequestRecord, hints
+
+    return hints([RequestRecord.from_dict(r) for r in requests])
 
 
 def judge_result(result: RunResult) -> RunResult:

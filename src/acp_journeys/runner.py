@@ -28,6 +28,15 @@ from acp_journeys.report.console import Progress
 
 
 @dataclass
+class ModelStubConfig:
+    """`run --model-stub`: the settings that hold `{model_url}`, filled per journey."""
+
+    env: dict[str, str] = field(default_factory=dict)
+    config_files: list[tuple[str, str]] = field(default_factory=list)
+    """(template text, path under the agent's home)."""
+
+
+@dataclass
 class RunConfig:
     argv: list[str]
     journeys: list[str] = field(default_factory=lambda: list(catalog.JOURNEY_IDS))
@@ -37,6 +46,7 @@ class RunConfig:
     transcripts: bool = False
     docs_url: str = catalog.DEFAULT_DOCS_URL
     subject: dict[str, str] = field(default_factory=dict)
+    model_stub: ModelStubConfig | None = None
 
 
 def _now() -> str:
@@ -60,6 +70,7 @@ class Run:
             subject=dict(config.subject), machine=_machine(),
         )
         self.hub = None
+        self.stub = None
         self._socket_dir = tempfile.mkdtemp(prefix="acpj-hub-", dir="/tmp")
 
     async def execute(self) -> RunResult:
@@ -67,6 +78,10 @@ class Run:
         from acp_journeys.mcp_server import RondarMcpHub
 
         self.hub = RondarMcpHub(self._socket_dir)
+        if self.config.model_stub is not None:
+            from acp_journeys.model_stub import ModelStub
+
+            self.stub = await asyncio.to_thread(ModelStub().start)
         limit = asyncio.Semaphore(self.config.parallel or len(self.config.journeys) or 1)
         tasks = [asyncio.create_task(self._guarded(jid, limit)) for jid in self.config.journeys]
         try:
@@ -78,6 +93,11 @@ class Run:
         finally:
             await self.hub.close()
             await self.launcher.close()
+            if self.stub is not None:
+                await asyncio.to_thread(self.stub.stop)
+                records = self.stub.records.snapshot()
+                self.result.model_stub = {"requests": len(records),
+                                          "dialects": sorted({r.dialect for r in records if r.dialect})}
             try:
                 os.rmdir(self._socket_dir)
             except OSError:
@@ -113,6 +133,7 @@ class Run:
         try:
             assert self.hub is not None
             channel = await self.hub.open_channel(journey_id, ctx.on_mcp_call, socket_path=sandbox.mcp_socket_path)
+            await self._point_at_model_stub(ctx, sandbox)
             await asyncio.wait_for(SCRIPTS[journey_id](ctx), journey_bound(self.config.bounds))
         except asyncio.CancelledError:
             ctx.evidence.interrupted = True
@@ -123,7 +144,28 @@ class Run:
             ctx.evidence.runner_error = f"{type(exc).__name__}: {exc}\n" + traceback.format_exc(limit=8)
         finally:
             await self._cleanup(ctx, channel, sandbox)
+            if self.stub is not None:
+                ctx.evidence.model_requests = [{**r, "at": round(ctx.clock.since(r["at"]), 4)}
+                                               for r in self.stub.records.as_dicts(tag=journey_id)]
         return self._judged(journey, ctx.evidence, ctx.transcript, time.monotonic() - started)
+
+    async def _point_at_model_stub(self, ctx: JourneyContext, sandbox) -> None:
+        """Fill `{model_url}` for this journey: its own path on the endpoint tags its requests."""
+        if self.stub is None or self.config.model_stub is None:
+            return
+        from acp_journeys.model_stub.placeholders import fill, fill_env
+
+        endpoint = await sandbox.model_endpoint()
+        if endpoint is not None:  # a container with no network: through a relay on its loopback
+            socket_path, base = endpoint
+            self.stub.add_unix_listener(socket_path)
+            url = f"{base.rstrip('/')}/t/{ctx.journey.id}"
+        else:
+            url = self.stub.url_for(ctx.journey.id)
+        sandbox.extra_env = fill_env(self.config.model_stub.env, url)
+        for text, dest in self.config.model_stub.config_files:
+            await sandbox.write_home_file(dest, fill(text, url).encode())
+        ctx.evidence.model_stub_used = True
 
     async def _cleanup(self, ctx: JourneyContext, channel, sandbox) -> None:
         # Shielded steps: a second Ctrl-C must not leave processes or files behind.

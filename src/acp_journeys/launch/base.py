@@ -74,6 +74,21 @@ class Sandbox(abc.ABC):
     workspace: str
     """The session `cwd`, as the agent sees it: fresh and empty for each journey."""
 
+    extra_env: dict[str, str] = {}
+    """Environment for this journey's agent processes only, on top of the run's (set by the
+    runner before the first agent starts, e.g. the scripted model endpoint's address)."""
+
+    async def model_endpoint(self) -> tuple[str, str] | None:
+        """Where the agent reaches the scripted model endpoint, when the agent cannot reach the
+        runner's loopback (a container with no network): (a Unix socket path on the runner's
+        side for the endpoint to listen on, the base URL the agent uses). None: the agent
+        reaches the endpoint's own loopback address."""
+        return None
+
+    async def write_home_file(self, relative: str, data: bytes) -> str:
+        """Write a file under the agent's home (a config file); returns its path as the agent sees it."""
+        raise NotImplementedError(f"{type(self).__name__} has no agent home to write into")
+
     @abc.abstractmethod
     async def start_agent(self, argv: list[str]) -> AgentProcess:
         """Start one agent process. Raises `LaunchError` when it cannot start at all."""

@@ -99,7 +99,7 @@ class LocalSandbox(Sandbox):
         tracker = self.launcher.trackers.make(self.journey_id)
         self._trackers.append(tracker)
         self._current = tracker
-        env = {**os.environ, **self.launcher.env, **tracker.env()}
+        env = {**os.environ, **self.launcher.env, **self.extra_env, **tracker.env()}
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
@@ -114,6 +114,16 @@ class LocalSandbox(Sandbox):
         _OWN_CHILDREN.add(proc.pid)
         self._agent_pid = proc.pid
         return LocalAgentProcess(proc)
+
+    async def write_home_file(self, relative: str, data: bytes) -> str:
+        # A home of this journey's own: the user's real home stays untouched, and journeys at
+        # once never share a config file (each has its own endpoint address).
+        home = self.root / "home"
+        target = home / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        self.extra_env = {**self.extra_env, "HOME": str(home)}
+        return str(target)
 
     async def write_file(self, path: str, data: bytes) -> None:
         if path.startswith(prompts.SESSION_FILES_DIR + "/"):

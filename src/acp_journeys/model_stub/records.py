@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 TEXT_LIMIT = 2000
@@ -53,6 +53,12 @@ class RequestRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return _cut(asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RequestRecord:
+        """A record again from its stored form (result.json), for the judge's hints."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
 
 
 class RecordLog:
