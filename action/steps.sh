@@ -217,6 +217,7 @@ step_prepare() {
     split_command "${ACPJ_AGENT_COMMAND:-}"
     journey_args "${ACPJ_JOURNEYS:-}"
     is_true network "${ACPJ_NETWORK:-false}" || true
+    is_true model-stub "${ACPJ_MODEL_STUB:-false}" || true
     is_true fail-on-failure "${ACPJ_FAIL_ON_FAILURE:-true}" || true
     parse_env "${ACPJ_ENV:-}"
     parse_logins "${ACPJ_LOGIN:-}"
@@ -340,6 +341,7 @@ step_run() {
     local cli=(run --image "$ACPJ_AGENT_IMAGE" --output "$produced" "${JOURNEY_ARGS[@]}")
     [ -z "${GITHUB_SHA:-}" ] || cli+=(--subject-sha "$GITHUB_SHA")
     if is_true network "${ACPJ_NETWORK:-false}"; then cli+=(--network); fi
+    if is_true model-stub "${ACPJ_MODEL_STUB:-false}"; then cli+=(--model-stub); fi
     [ -z "${ACPJ_DOCS_URL:-}" ] || cli+=(--docs-url "$ACPJ_DOCS_URL")
     local env_opts=() name_
     for name_ in "${ENV_NAMES[@]}"; do

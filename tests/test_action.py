@@ -42,7 +42,8 @@ SHA = "0123456789abcdef0123456789abcdef01234567"
 TOKEN = "ghs_action-test-token-0123456789"
 PR_HEAD_SHA = "f" * 40
 
-ISSUE_INPUTS = {"agent-command", "context", "dockerfile", "image", "build-args", "journeys", "network", "env",
+ISSUE_INPUTS = {"agent-command", "context", "dockerfile", "image", "build-args", "journeys", "network", "model-stub",
+                "env",
                 "login", "runner-image", "github-token", "check-name", "fail-on-failure", "result-path",
                 "artifact-name", "docs-url"}
 ISSUE_OUTPUTS = {"verdict", "passed", "failed", "result-path", "check-url"}
@@ -316,6 +317,7 @@ def test_prepare_makes_the_work_folder_and_the_agent_image_name(fake: FakeSteps)
     ({"ACPJ_LOGIN": "missing.json"}, "missing.json does not exist"),
     ({"ACPJ_JOURNEYS": "turn-to-end;rm"}, "input journeys: 'turn-to-end;rm' is not a journey id"),
     ({"ACPJ_NETWORK": "maybe"}, "input network: expected true or false, got 'maybe'"),
+    ({"ACPJ_MODEL_STUB": "perhaps"}, "input model-stub: expected true or false, got 'perhaps'"),
     ({"ACPJ_FAIL_ON_FAILURE": "sometimes"}, "input fail-on-failure: expected true or false"),
     ({"ACPJ_BUILD_ARGS": "=x"}, "input build-args: a line is not NAME=VALUE"),
     ({"ACPJ_CONTEXT": "nowhere"}, "input context: "),
@@ -337,7 +339,7 @@ def test_run_turns_the_inputs_into_options(fake: FakeSteps) -> None:
     out = fake("run", **env,
                ACPJ_AGENT_COMMAND="""node "/agent/my dir/cli.js" --acp --name 'a b' --glob '*' x\\ y""",
                ACPJ_JOURNEYS="turn-to-end, image-and-file\nstop-running-turn",
-               ACPJ_NETWORK="true", ACPJ_DOCS_URL="https://example.test/doc",
+               ACPJ_NETWORK="true", ACPJ_MODEL_STUB="true", ACPJ_DOCS_URL="https://example.test/doc",
                ACPJ_LOGIN="auth.json:/root/.config/agent/auth.json\n\n# a comment\n~/.agentrc",
                ACPJ_ENV="API_KEY=s3cr3t value=with=equals\nFROM_STEP\n  # comment\n",
                FROM_STEP="from the step")
@@ -349,7 +351,7 @@ def test_run_turns_the_inputs_into_options(fake: FakeSteps) -> None:
     head = cli[:cli.index("--")]
     assert [head[i + 1] for i, a in enumerate(head) if a == "--journey"] == [
         "turn-to-end", "image-and-file", "stop-running-turn"]
-    assert "--network" in head and head[head.index("--subject-sha") + 1] == SHA
+    assert "--network" in head and "--model-stub" in head and head[head.index("--subject-sha") + 1] == SHA
     assert head[head.index("--docs-url") + 1] == "https://example.test/doc"
     assert [head[i + 1] for i, a in enumerate(head) if a == "--env"] == ["API_KEY", "FROM_STEP"]
     assert [head[i + 1] for i, a in enumerate(head) if a == "--login"] == [
