@@ -118,7 +118,8 @@ def test_secrets_given_with_env_never_reach_any_output(tmp_path):
         assert canary not in output
 
 
-def test_sigterm_mid_run_writes_a_partial_result_and_leaves_nothing(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_mid_run_writes_a_partial_result_and_leaves_nothing(tmp_path, signum):
     out = tmp_path / "result.json"
     proc = subprocess.Popen(
         [sys.executable, "-m", "acp_journeys", "run", "-o", str(out), "--", *reference_agent("hang-turn")],
@@ -132,9 +133,9 @@ def test_sigterm_mid_run_writes_a_partial_result_and_leaves_nothing(tmp_path):
         time.sleep(0.2)
     agents = [k for k in psutil.Process(proc.pid).children(recursive=True) if _alive(k)]
     assert agents
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     stdout, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 128 + signal.SIGTERM
+    assert proc.returncode == 128 + signum
     result = json.loads(out.read_text())
     assert result["partial"] is True and result["verdict"] == "fail"
     assert {j["verdict"] for j in result["journeys"]} == {"error"}

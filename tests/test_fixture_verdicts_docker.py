@@ -41,3 +41,39 @@ def test_fixture_verdict_is_the_same_in_containers(image: str, tmp_path: Path, d
     assert failures == (EXPECTED[defect] if defect else {}), proc.stdout[-3000:]
     assert result["launch"]["kind"] == "docker"
     assert proc.returncode == (1 if failures else 0)
+
+
+def _run(image: str, tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+    out = tmp_path / "result.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "acp_journeys", "run", "-q", "--timeout-scale", FAST_SCALE, "-o", str(out),
+         "--image", image, "--agent-dir", str(BUNDLED), *args],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    return proc, json.loads(out.read_text())
+
+
+def test_a_memory_hog_fails_its_journey_and_nothing_else(image: str, tmp_path: Path) -> None:
+    proc, result = _run(image, tmp_path, "--journey", "turn-to-end", "--",
+                        "python3", "/agent/reference_agent.py", "--defect=memory-hog")
+    [journey] = result["journeys"]
+    assert [f["id"] for f in journey["failures"]] == ["agent-exited"], proc.stdout
+    assert journey["evidence"]["processes"][0]["exit_code"] == 137  # killed at the memory limit
+    assert proc.returncode == 1
+
+
+def test_a_fork_bomb_fails_its_journey_and_is_gone_after_it(image: str, tmp_path: Path) -> None:
+    import time
+
+    import psutil
+
+    began = int(time.time()) - 1
+    proc, result = _run(image, tmp_path, "--journey", "turn-to-end", "--",
+                        "python3", "/agent/reference_agent.py", "--defect=fork-bomb")
+    [journey] = result["journeys"]
+    assert journey["verdict"] == "fail" and "process-left" in [f["id"] for f in journey["failures"]], proc.stdout
+    assert proc.returncode == 1
+    # Held by the container's pids limit, and killed with it: no shell of the bomb is left here.
+    assert not [p for p in psutil.process_iter(["cmdline"]) if "os.fork()" in " ".join(p.info["cmdline"] or [])]
+    mine = [c for c in docker.from_env().api.containers(all=True, filters={"label": "acp-journeys"})
+            if c["Created"] >= began and c["Image"] == image]
+    assert mine == []

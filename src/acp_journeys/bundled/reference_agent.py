@@ -34,6 +34,8 @@ thing and nothing else):
   ignore-cancel            session/cancel does nothing
   cancel-end-turn          session/cancel kills the command, the turn ends with end_turn
   no-tool-call             runs commands with no tool_call update and no permission request
+  memory-hog               the first session/prompt allocates memory until it is killed (containers only)
+  fork-bomb                the first session/prompt starts a detached fork bomb (containers only)
   asks-client-fs           before each answer, asks the client for fs/read_text_file and terminal/create
   reply-after-answer       answers the prompt first, then sends the reply as a late update
   leave-sleep              session/cancel answers `cancelled` but the command runs on, also after exit
@@ -85,7 +87,7 @@ DEFECTS = frozenset(
     leave-sleep no-modes config-option-mode set-mode-error ignore-mcp wrong-plan-title
     skip-get-plan no-plan-id-reply plan-writes-file no-touch crash-mid-turn no-initialize-answer
     garbage-stdout stderr-flood huge-chunk oversized-line hang-turn asks-client-fs
-    reply-after-answer""".split()
+    reply-after-answer memory-hog fork-bomb""".split()
 )
 
 # JSON-RPC error codes (the ErrorCode values of the ACP schema).
@@ -770,6 +772,15 @@ class Agent:
         if self.broken("crash-mid-turn") and self.prompts_seen == 1:
             log("crash-mid-turn: exiting with 3")
             self.shutdown(3)
+        if self.broken("memory-hog") and self.prompts_seen == 1:
+            hog = []  # grows until the memory limit ends the process (run it in a container only)
+            while True:
+                hog.append(bytearray(64 << 20))
+        if self.broken("fork-bomb") and self.prompts_seen == 1:
+            # Detached, so only a pids limit holds it (run it in a container only).
+            bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+            subprocess.Popen([sys.executable, "-c", bomb], start_new_session=True,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         blocks = params.get("prompt") or []
         text = "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text")
         images = [b for b in blocks if b.get("type") == "image"]
