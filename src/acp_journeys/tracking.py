@@ -15,7 +15,7 @@ import signal
 import time
 import uuid
 from pathlib import Path
-from typing import Callable
+
 
 import psutil
 
@@ -38,8 +38,9 @@ class Tracker:
     def env(self) -> dict[str, str]:
         return {TOKEN_ENV: self.token}
 
-    def preexec(self) -> Callable[[], None] | None:
-        return None
+    def wrap(self, argv: list[str]) -> list[str]:
+        """The command line that starts `argv` already inside this group."""
+        return argv
 
     def pids(self) -> list[int]:
         raise NotImplementedError
@@ -80,14 +81,11 @@ class CgroupTracker(Tracker):
         self.path = path
         self.method = f"cgroup-v{version}"
 
-    def preexec(self) -> Callable[[], None]:
-        procs = str(self.path / "cgroup.procs")
-
-        def join() -> None:  # runs in the child between fork and exec
-            with open(procs, "w") as f:
-                f.write(str(os.getpid()))
-
-        return join
+    def wrap(self, argv: list[str]) -> list[str]:
+        # The shell joins the cgroup, then becomes the agent (same pid): so the agent is inside
+        # before it can start anything. A preexec hook would do the same but forces a full
+        # fork of the runner for every agent process, which costs far more.
+        return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.path / "cgroup.procs"), *argv]
 
     def pids(self) -> list[int]:
         try:

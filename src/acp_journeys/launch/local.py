@@ -102,9 +102,8 @@ class LocalSandbox(Sandbox):
         env = {**os.environ, **self.launcher.env, **self.extra_env, **tracker.env()}
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                *tracker.wrap(argv), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, cwd=self.workspace, env=env,
-                preexec_fn=tracker.preexec(),
                 # Its own session: a Ctrl-C in the terminal reaches the runner, which then closes
                 # the agent the way the journeys do, instead of killing it mid-frame.
                 start_new_session=True,
