@@ -19,7 +19,7 @@ import traceback
 from dataclasses import dataclass, field
 
 from acp_journeys import __version__, catalog
-from acp_journeys.evidence import JourneyResult, RunResult
+from acp_journeys.evidence import JourneyEvidence, JourneyResult, RunResult
 from acp_journeys.journeys import SCRIPTS
 from acp_journeys.journeys.driver import Bounds, JourneyContext
 from acp_journeys.judge import judge_journey, judge_result
@@ -118,8 +118,6 @@ class Run:
         except asyncio.CancelledError:
             # Cancelled while waiting for a slot: it never started.
             journey = catalog.JOURNEYS_BY_ID[journey_id]
-            from acp_journeys.evidence import JourneyEvidence
-
             evidence = JourneyEvidence(journey=journey_id, interrupted=True, stopped_early="never started")
             return self._judged(journey, evidence, None, 0.0)
 
