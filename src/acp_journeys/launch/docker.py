@@ -87,6 +87,7 @@ class DockerLauncher(Launcher):
         self._facts: dict[str, object] = {}
         self._helpers: Path | None = None
         self._home: str | None = None
+        self._user: asyncio.Task[tuple[str, int, int]] | None = None
         self._sandboxes: list[DockerSandbox] = []
         self._started: asyncio.Task[None] | None = None
         self._mounts: list[Any] = []
@@ -270,6 +271,25 @@ class DockerLauncher(Launcher):
             else:
                 self._home = f"/home/{user}"
         return self._home
+
+    async def agent_user(self) -> tuple[str, int, int]:
+        """(home, uid, gid) of the image's user, found once a run: what we write into its home is
+        its own, so the agent can write beside it (a config folder that also holds its sessions)."""
+        if self._user is None:
+            self._user = asyncio.ensure_future(self._find_user())
+        return await asyncio.shield(self._user)
+
+    async def _find_user(self) -> tuple[str, int, int]:
+        home = await self._container_home()
+        spec = (self._image_config.get("User") or "").strip()
+        user, _, group = spec.partition(":")
+        passwd = None if user in ("", "root", "0") else await self._probe_file("/etc/passwd")
+        groups = await self._probe_file("/etc/group") if group and not group.isdigit() else None
+        try:
+            uid, gid = sup.resolve_user(spec, passwd, groups)
+        except ValueError as exc:
+            raise LaunchError(f"image {self.image}: {exc}") from None
+        return home, uid, gid
 
     async def _probe_file(self, path: str) -> bytes | None:
         """A file of the image, read from a container that is created and never started."""

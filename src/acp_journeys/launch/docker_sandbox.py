@@ -3,6 +3,12 @@
 Rules of this module: the container is made from the launcher's settings and holds our holder as
 PID 1; agent processes are `docker exec`s; files move as tar archives; processes are listed with
 `docker top` (frozen while leftovers are listed) and killed by host pid or through the holder.
+
+The scripted model endpoint (`model_endpoint`): our relay listens on the container's own
+loopback (MODEL_PORT) and joins each connection to a Unix socket in the folder shared with the
+runner, where the runner serves the endpoint. That relay is ours, not the agent's: it is known by
+pid and exact command line and never listed among the agent's processes or leftovers. A kill of
+all but the holder takes it too, so it is started again before the next agent process.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import tarfile
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +40,30 @@ WORKSPACE_ROOT = "/workspace"
 MCP_MOUNT = sup.IN_CONTAINER_DIR + "/mcp"
 SHARED_MOUNT = sup.IN_CONTAINER_DIR + "/shared"
 KILL_GRACE_MS = 2000
+MODEL_PORT = 4179  # on the container's own loopback: its network namespace is the journey's alone
+MODEL_BASE_URL = f"http://127.0.0.1:{MODEL_PORT}"
+MODEL_RELAY_READY_S = 5.0
+
+
+@dataclass
+class _ModelRelay:
+    """Our listening relay to the runner's model endpoint (one start of it: `argv` is unique)."""
+
+    socket_runner: str
+    socket_in_container: str
+    argv: tuple[str, ...] = ()
+    exec_id: str = ""
+    pid: int | None = None  # as the container sees it (the relay's ready file)
+    host_pid: int | None = None  # as the engine's host sees it (exec_inspect, docker top)
+    starts: int = 0
+
+    def is_it(self, pid: int, args: tuple[str, ...], *, host: bool) -> bool:
+        """Both the pid and the whole command line (unique to this start: its ready file), so an
+        agent's process never passes for it. An engine that gave no host pid: the line alone."""
+        if args != self.argv:
+            return False
+        known = self.host_pid if host else self.pid
+        return known is None or pid == known
 
 
 def docker_module() -> Any:
@@ -56,6 +87,8 @@ class DockerSandbox(Sandbox):
         self._processes: list[DockerAgentProcess] = []
         self._current: DockerAgentProcess | None = None
         self._closed = False
+        self.extra_env: dict[str, str] = {}  # the class's default is shared: each sandbox gets its own
+        self._model: _ModelRelay | None = None
 
     # --- making it ------------------------------------------------------------------------
 
@@ -111,12 +144,68 @@ class DockerSandbox(Sandbox):
     def mcp_command(self) -> list[str]:
         return [sup.RELAY, self._socket_in_container]
 
+    async def model_endpoint(self) -> tuple[str, str] | None:
+        if self.container_id is None or self._closed or self._runner_dir is None:
+            raise LaunchError("the journey's container is gone")
+        if self._model is None:
+            # Beside the MCP socket: that folder is already shared in every mode (bind or volume).
+            inside = posixpath.join(posixpath.dirname(self._socket_in_container), "model.sock")
+            self._model = _ModelRelay(os.path.join(self._runner_dir, "model.sock"), inside)
+        await self._ensure_model_relay()
+        return self._model.socket_runner, MODEL_BASE_URL
+
+    async def _ensure_model_relay(self) -> None:
+        """Start our listening relay unless it runs (a kill of all but the holder ends it)."""
+        relay = self._model
+        if relay is None:
+            return
+        try:
+            if relay.exec_id:
+                info = await self.launcher.call(self.launcher.api.exec_inspect, relay.exec_id)
+                if info.get("Running"):
+                    return
+                log.debug("the model relay of %s ended (exit %s): starting it again", self.sid, info.get("ExitCode"))
+            await self._start_model_relay(relay)
+        except docker_module().errors.DockerException as exc:
+            raise LaunchError(f"cannot start the model endpoint's relay: {short_error(exc)}") from exc
+
+    async def _start_model_relay(self, relay: _ModelRelay) -> None:
+        la = self.launcher
+        relay.starts += 1
+        ready = f"{sup.PID_DIR}/model-relay-{relay.starts}.pid"
+        relay.argv = (sup.RELAY, "--listen", str(MODEL_PORT), relay.socket_in_container, ready)
+        relay.pid = relay.host_pid = None
+
+        def start() -> str:
+            # As root: the runner makes the endpoint's socket with its own umask (0755 as a
+            # rule), and the image's user may be anyone. Detached: no stream of ours to keep.
+            exec_id = la.api.exec_create(self.container_id, list(relay.argv), user="0",
+                                         stdout=False, stderr=False)["Id"]
+            la.api.exec_start(exec_id, detach=True)
+            return exec_id
+
+        relay.exec_id = await la.call(start)
+        # The relay writes its ready file once it listens: from then on a connect is accepted.
+        deadline = time.monotonic() + MODEL_RELAY_READY_S
+        while time.monotonic() < deadline:
+            data = await la.call(self._read_file, ready)
+            info = await la.call(la.api.exec_inspect, relay.exec_id)
+            if data and data.strip().isdigit() and info.get("Running"):
+                relay.pid, relay.host_pid = int(data.strip()), info.get("Pid") or None
+                return
+            if not info.get("Running") and info.get("ExitCode") is not None:
+                raise LaunchError(f"the model endpoint's relay could not listen on {MODEL_BASE_URL} "
+                                  f"in the container (exit {info.get('ExitCode')})")
+            await asyncio.sleep(0.02)
+        raise LaunchError(f"the model endpoint's relay did not listen within {MODEL_RELAY_READY_S:.0f} s")
+
     async def start_agent(self, argv: list[str]) -> AgentProcess:
         if not argv:
             raise LaunchError("no agent command")
         if self.container_id is None or self._closed:
             raise LaunchError("the journey's container is gone")
         la = self.launcher
+        await self._ensure_model_relay()
         if posixpath.isabs(argv[0]) and await self._stat(argv[0]) is None:
             raise LaunchError(f"agent command not found in the container: {argv[0]}")
         pidfile = f"{sup.PID_DIR}/{len(self._processes) + 1}.pid"
@@ -135,8 +224,10 @@ class DockerSandbox(Sandbox):
     def _exec_attached(self, cmd: list[str]) -> tuple[str, Any, Any, bytes]:
         """exec_create + a hijacked exec_start; the socket comes back non-blocking."""
         api = self.launcher.api
+        # extra_env on top of the container's env (the launcher's); its values are never logged.
+        env = [f"{name}={value}" for name, value in self.extra_env.items()] or None
         exec_id = api.exec_create(self.container_id, cmd, stdin=True, stdout=True, stderr=True,
-                                  tty=False, workdir=self.workspace)["Id"]
+                                  tty=False, workdir=self.workspace, environment=env)["Id"]
         # exec_start(socket=True) would hide the response; we keep it so its connection stays ours.
         response = api._post_json(api._url("/exec/{0}/start", exec_id), data={"Tty": False, "Detach": False},
                                   headers={"Connection": "Upgrade", "Upgrade": "tcp"}, stream=True)
@@ -218,6 +309,20 @@ class DockerSandbox(Sandbox):
         return await self.launcher.call(self.launcher.stat_path, self.container_id, path)
 
     async def write_file(self, path: str, data: bytes) -> None:
+        await self._put_file(path, data)
+
+    async def write_home_file(self, relative: str, data: bytes) -> str:
+        rel = PurePosixPath(relative.removeprefix("~/"))
+        if rel.is_absolute() or not rel.parts or ".." in rel.parts:
+            raise ValueError(f"not a path inside the home: {relative}")
+        home, uid, gid = await self.launcher.agent_user()
+        path = posixpath.join(home, *rel.parts)
+        # The agent's own (folders made here too), and private: a config may hold a key.
+        await self._put_file(path, data, mode=0o600, owner=(uid, gid))
+        return path
+
+    async def _put_file(self, path: str, data: bytes, *, mode: int = 0o644,
+                        owner: tuple[int, int] = (0, 0)) -> None:
         parts = list(PurePosixPath(path).parts)
         if not parts or parts[0] != "/":
             raise ValueError(f"not an absolute path: {path}")
@@ -227,7 +332,7 @@ class DockerSandbox(Sandbox):
             folder = "/" + "/".join(parts[:depth])
             if depth == 0 or await self._stat(folder) is not None:
                 break
-        archive = sup.file_tar(parts[depth:], data)
+        archive = sup.file_tar(parts[depth:], data, mode=mode, owner=owner)
         await self.launcher.call(self.launcher.api.put_archive, self.container_id, folder, archive)
 
     async def file_exists(self, path: str) -> bool:
@@ -278,16 +383,20 @@ class DockerSandbox(Sandbox):
             return None
         rows = []
         for row in top.get("Processes") or []:
-            if not _is_ours(tuple(row[cmd_col].split(" "))):
-                rows.append((int(row[pid_col]), row[cmd_col]))
+            pid, args = int(row[pid_col]), tuple(row[cmd_col].split(" "))
+            if not _is_ours(args) and not self._is_model_relay(pid, args, host=True):
+                rows.append((pid, row[cmd_col]))
         return rows
+
+    def _is_model_relay(self, pid: int, args: tuple[str, ...], *, host: bool) -> bool:
+        return self._model is not None and self._model.is_it(pid, args, host=host)
 
     async def _list_with_holder(self) -> list[ProcInfo]:
         code, out = await self._helper(["ps"])
         if code != 0:
             return []
-        return [ProcInfo(pid=pid, cmdline=args, name=name)
-                for pid, _ppid, name, args in sup.parse_ps(out) if not _is_ours(args)]
+        return [ProcInfo(pid=pid, cmdline=args, name=name) for pid, _ppid, name, args in sup.parse_ps(out)
+                if not _is_ours(args) and not self._is_model_relay(pid, args, host=False)]
 
     async def agent_processes(self) -> list[ProcInfo]:
         if self.container_id is None or self._current is None:

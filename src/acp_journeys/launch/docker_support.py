@@ -43,41 +43,45 @@ _SOURCES = Path(__file__).resolve().parent / "helpers"
 
 # --- tar ---------------------------------------------------------------------------------------
 
-def _dir_info(name: str, mode: int) -> tarfile.TarInfo:
+def _dir_info(name: str, mode: int, owner: tuple[int, int]) -> tarfile.TarInfo:
     info = tarfile.TarInfo(name.strip("/") + "/")
     info.type = tarfile.DIRTYPE
     info.mode = mode
+    info.uid, info.gid = owner
     info.mtime = int(time.time())
     return info
 
 
-def _file_info(name: str, size: int, mode: int) -> tarfile.TarInfo:
+def _file_info(name: str, size: int, mode: int, owner: tuple[int, int]) -> tarfile.TarInfo:
     info = tarfile.TarInfo(name.strip("/"))
     info.size = size
     info.mode = mode
+    info.uid, info.gid = owner
     info.mtime = int(time.time())
     return info
 
 
-def build_tar(dirs: Iterable[tuple[str, int]], files: Iterable[tuple[str, bytes, int]]) -> bytes:
+def build_tar(dirs: Iterable[tuple[str, int]], files: Iterable[tuple[str, bytes, int]],
+              owner: tuple[int, int] = (0, 0)) -> bytes:
     """A tar of folders (name, mode) then files (name, bytes, mode), names relative to its root.
 
     Docker applies each entry's mode to an existing folder too, so list only folders that we own
-    (or whose usual mode we give, like /tmp's 1777).
+    (or whose usual mode we give, like /tmp's 1777). It also gives each entry the (uid, gid) of
+    its header: `owner`.
     """
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name, mode in dirs:
-            tar.addfile(_dir_info(name, mode))
+            tar.addfile(_dir_info(name, mode, owner))
         for name, data, mode in files:
-            tar.addfile(_file_info(name, len(data), mode), io.BytesIO(data))
+            tar.addfile(_file_info(name, len(data), mode, owner), io.BytesIO(data))
     return out.getvalue()
 
 
-def file_tar(rel_parts: list[str], data: bytes) -> bytes:
-    """A tar that makes the missing folders `rel_parts[:-1]` (0755) and the file (0644)."""
+def file_tar(rel_parts: list[str], data: bytes, *, mode: int = 0o644, owner: tuple[int, int] = (0, 0)) -> bytes:
+    """A tar that makes the missing folders `rel_parts[:-1]` (0755) and the file (`mode`)."""
     dirs = [("/".join(rel_parts[:i]), 0o755) for i in range(1, len(rel_parts))]
-    return build_tar(dirs, [("/".join(rel_parts), data, 0o644)])
+    return build_tar(dirs, [("/".join(rel_parts), data, mode)], owner)
 
 
 def snapshot_tar(stream: IO[bytes]) -> dict[str, str]:
@@ -244,6 +248,44 @@ def run_labels(run_id: str, owner: str, created: float, **more: str) -> dict[str
     labels = {LABEL: "1", LABEL_RUN: run_id, LABEL_CREATED: f"{created:.3f}", LABEL_OWNER: owner}
     labels.update({f"{LABEL}.{k}": v for k, v in more.items()})
     return labels
+
+
+def resolve_user(spec: str, passwd: bytes | None, group: bytes | None) -> tuple[int, int]:
+    """The (uid, gid) a container's `User` ("name", "uid", "name:group", "uid:gid") runs as.
+
+    As the runtime does it: a user found in /etc/passwd takes its primary group from there; a
+    numeric user that is not found runs with gid 0; a named group is looked up in /etc/group.
+    A name found nowhere raises ValueError (the engine could not run that user either).
+    """
+    user, _, grp = spec.partition(":")
+    uid, gid = 0, 0
+    if user not in ("", "root"):
+        entry = _find_entry(passwd, user, width=4)
+        if entry is not None:
+            uid, gid = int(entry[2]), int(entry[3])
+        elif user.isdigit():
+            uid = int(user)
+        else:
+            raise ValueError(f"user {user!r} is not in the image's /etc/passwd")
+    if grp:
+        if grp.isdigit():
+            gid = int(grp)
+        else:
+            entry = _find_entry(group, grp, width=3)
+            if entry is None:
+                raise ValueError(f"group {grp!r} is not in the image's /etc/group")
+            gid = int(entry[2])
+    return uid, gid
+
+
+def _find_entry(table: bytes | None, key: str, width: int) -> list[str] | None:
+    """The line of /etc/passwd (width 4) or /etc/group (width 3) whose name or id (its third
+    field) is `key`, split on ':'; a line whose id fields are not numbers is skipped."""
+    for line in (table or b"").decode("utf-8", "replace").splitlines():
+        fields = line.split(":")
+        if len(fields) >= width and key in (fields[0], fields[2]) and all(f.isdigit() for f in fields[2:width]):
+            return fields
+    return None
 
 
 def safe_name(text: str, limit: int = 40) -> str:
