@@ -18,6 +18,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import os
 import re
 import socket
 import socketserver
@@ -280,7 +281,10 @@ class ModelStub:
 
     def add_unix_listener(self, path: str) -> None:
         """Serve on a Unix socket too (an absolute path that does not exist yet)."""
-        self._serve(_UnixServer(path, self._handler), f"model-stub-unix-{len(self._servers)}")
+        server = _UnixServer(path, self._handler)
+        # The relay in an agent's container may run as another user than the runner.
+        os.chmod(path, 0o666)
+        self._serve(server, f"model-stub-unix-{len(self._servers)}")
 
     def _serve(self, server: socketserver.BaseServer, name: str) -> None:
         thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": POLL_SECONDS},
