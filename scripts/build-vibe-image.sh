@@ -35,10 +35,16 @@ if ! docker image inspect "$base" >/dev/null 2>&1; then
     "$here/scripts/build-base-image.sh" "$base"
 fi
 base_id="$(docker image inspect --format '{{.Id}}' "$base")"
-want="$venv/bin/vibe-acp $vibe_version $prefix $base_id"
-have="$(docker image inspect --format '{{index .Config.Labels "org.acp-journeys.vibe-acp"}} {{index .Config.Labels "org.acp-journeys.vibe-version"}} {{index .Config.Labels "org.acp-journeys.vibe-python"}} {{index .Config.Labels "org.acp-journeys.base-id"}}' "$image" 2>/dev/null || true)"
+# This very install: the Python it runs on, its packages, its files (a new venv has new times).
+venv_id="$({ "$venv/bin/python" -c 'import sys; print(sys.version)'; "$venv/bin/python" -m pip freeze --all;
+            find "$venv" -path '*/__pycache__' -prune -o -type f -printf '%P %s %T@\n' | sort; } \
+          | sha256sum | cut -c1-16)"
+labels='{{index .Config.Labels "org.acp-journeys.vibe-acp"}} {{index .Config.Labels "org.acp-journeys.vibe-version"}}'
+labels="$labels"' {{index .Config.Labels "org.acp-journeys.vibe-venv-id"}} {{index .Config.Labels "org.acp-journeys.base-id"}}'
+want="$venv/bin/vibe-acp $vibe_version $venv_id $base_id"
+have="$(docker image inspect --format "$labels" "$image" 2>/dev/null || true)"
 if [ "$have" = "$want" ]; then
-    say "$image holds mistral-vibe $vibe_version of $venv on this base: nothing to do"
+    say "$image holds this install of mistral-vibe $vibe_version ($venv) on this base: nothing to do"
     exit 0
 fi
 
@@ -93,7 +99,8 @@ start=$(date +%s)
 timeout 900 docker build --pull=false \
     --build-arg "BASE_IMAGE=$base" --build-arg "PACKAGES=$packages" --build-arg "VIBE_ACP=$venv/bin/vibe-acp" \
     --label "org.acp-journeys.vibe-acp=$venv/bin/vibe-acp" --label "org.acp-journeys.vibe-version=$vibe_version" \
-    --label "org.acp-journeys.vibe-python=$prefix" --label "org.acp-journeys.base-id=$base_id" \
+    --label "org.acp-journeys.vibe-python=$prefix" --label "org.acp-journeys.vibe-venv-id=$venv_id" \
+    --label "org.acp-journeys.base-id=$base_id" \
     -t "$image" "$ctx" >"$ctx.log" 2>&1 || { tail -n 40 "$ctx.log" >&2; die "docker build failed (log: $ctx.log)"; }
 rm -f "$ctx/payload.tar"
 say "built $image in $(( $(date +%s) - start )) s: vibe-acp at $venv/bin/vibe-acp in the image"

@@ -78,7 +78,7 @@ else
     "$python" -m venv "$venv" || die "venv creation failed"
     say "installing mistral-vibe==$VIBE_VERSION (a few minutes at most)"
     start=$(date +%s)
-    timeout 600 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+    timeout 600 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input --no-cache-dir \
         "mistral-vibe==$VIBE_VERSION" 2> >(grep -v "^WARNING: Location" >&2) \
         || { rm -rf "$venv"; die "pip install mistral-vibe==$VIBE_VERSION failed"; }
     [ -x "$venv/bin/vibe-acp" ] || { rm -rf "$venv"; die "the install has no vibe-acp"; }

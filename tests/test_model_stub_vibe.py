@@ -6,6 +6,8 @@ these tests skip. `scripts/build-vibe-image.sh` puts the same install in an agen
 docker mode. Vibe takes an OpenAI-compatible provider from `~/.vibe/config.toml`: the runner
 writes `examples/vibe/config.toml` there with `--model-stub-config-template`, its endpoint's
 address filled in, in a home of the journey's own (the container user's home in docker mode).
+The template lets Vibe's shell tool run without a permission request: with one, Vibe 3.0.2
+sometimes answers the cancelled turn of stop-running-turn with an error (see the template).
 
 The verdict its documented behaviour predicts: the 5 journeys without Plan mode pass; both Plan
 journeys fail with no-plan-mode, because Vibe 3 removed its `plan` agent (its modes over ACP are
