@@ -36,7 +36,7 @@ if ! docker image inspect "$base" >/dev/null 2>&1; then
 fi
 base_id="$(docker image inspect --format '{{.Id}}' "$base")"
 # This very install: the Python it runs on, its packages, its files (a new venv has new times).
-venv_id="$({ "$venv/bin/python" -c 'import sys; print(sys.version)'; "$venv/bin/python" -m pip freeze --all;
+venv_id="$({ "$venv/bin/python" -c 'import sys; print(sys.version)'; "$venv/bin/python" -m pip freeze --all 2>/dev/null;
             find "$venv" -path '*/__pycache__' -prune -o -type f -printf '%P %s %T@\n' | sort; } \
           | sha256sum | cut -c1-16)"
 labels='{{index .Config.Labels "org.acp-journeys.vibe-acp"}} {{index .Config.Labels "org.acp-journeys.vibe-version"}}'
@@ -72,6 +72,7 @@ say "libraries of the copy come from: ${packages:-nothing outside it}"
 
 rm -rf "$ctx"
 mkdir -p "$ctx"
+trap 'rm -f "$ctx/payload.tar"' EXIT  # half a gigabyte, needed only by the build
 say "packing Python $pyver ($prefix) and the venv at their own paths"
 tar -C / "${excludes[@]}" --exclude='__pycache__/*.opt-*.pyc' -cf "$ctx/payload.tar" "${prefix#/}" "${venv#/}"
 say "payload: $(du -sh "$ctx/payload.tar" | cut -f1)"
@@ -94,6 +95,7 @@ RUN set -e; venv="$(dirname "$(dirname "$VIBE_ACP")")"; \
     && test -x "$VIBE_ACP"
 DOCKERFILE
 
+old_id="$(docker image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)"
 say "building $image from $base (no pull)"
 start=$(date +%s)
 timeout 900 docker build --pull=false \
@@ -102,5 +104,8 @@ timeout 900 docker build --pull=false \
     --label "org.acp-journeys.vibe-python=$prefix" --label "org.acp-journeys.vibe-venv-id=$venv_id" \
     --label "org.acp-journeys.base-id=$base_id" \
     -t "$image" "$ctx" >"$ctx.log" 2>&1 || { tail -n 40 "$ctx.log" >&2; die "docker build failed (log: $ctx.log)"; }
-rm -f "$ctx/payload.tar"
+# The image this one replaces is half a gigabyte: remove it unless something else still uses it.
+if [ -n "$old_id" ] && [ "$old_id" != "$(docker image inspect --format '{{.Id}}' "$image")" ]; then
+    docker image rm "$old_id" >/dev/null 2>&1 || true
+fi
 say "built $image in $(( $(date +%s) - start )) s: vibe-acp at $venv/bin/vibe-acp in the image"

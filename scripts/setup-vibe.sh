@@ -59,6 +59,7 @@ find_python() {
             fi
         done
     fi
+    return 0  # none: an empty answer
 }
 
 installed_version() {
