@@ -250,6 +250,7 @@ class Turn:
 class Agent:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
+        self.all_groups: set[int] = set()  # every command's process group, for the exit
         self.wire = Peer(sys.stdout.buffer)
         self.sessions: dict[str, Session] = {}
         default_state = Path(tempfile.gettempdir()) / "acp-journeys-model-agent"
@@ -487,6 +488,9 @@ class Agent:
             return "Permission refused by the user."
         self.update(session, {"sessionUpdate": "tool_call_update", "toolCallId": call["toolCallId"],
                               "status": "in_progress"})
+        if turn.cancelled.is_set():
+            self.finish(session, call, False, "Cancelled.")
+            return "Cancelled."
         try:
             process = subprocess.Popen(["/bin/sh", "-c", command], cwd=session.cwd, stdin=subprocess.DEVNULL,
                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
@@ -494,6 +498,7 @@ class Agent:
             self.finish(session, call, False, str(exc))
             return f"The command did not start: {exc}"
         turn.groups.add(process.pid)
+        self.all_groups.add(process.pid)
         if turn.cancelled.is_set():
             kill_group(process.pid)  # the cancel came while it started
         output, _ = process.communicate()
@@ -543,6 +548,8 @@ class Agent:
                 session.turn.cancelled.set()
                 for pgid in list(session.turn.groups):
                     kill_group(pgid)
+        for pgid in list(self.all_groups):  # also those of turns already answered
+            kill_group(pgid)
         for session in self.sessions.values():
             for server in session.mcp.values():
                 server.close()
