@@ -130,10 +130,18 @@ def judge_journey(evidence: JourneyEvidence, *, strict: bool = False,
     if evidence.stopped_early and not findings.items:
         findings.add("timeout", evidence.stopped_early)
     if evidence.model_stub_used:
+        from acp_journeys.model_stub.records import NO_REQUEST, explains
+
         # What reached the scripted model says why the agent's plumbing failed.
         for hint in model_hints(evidence.model_requests):
+            # Each hint only with the failures it explains (never a leftover process, say), and
+            # no request to the model is no news in a journey that never sent a prompt.
+            if hint == NO_REQUEST and not evidence.turns:
+                continue
             warnings.append(f"model endpoint: {hint}")
             for failure in findings.items.values():
+                if failure.id not in explains(hint):
+                    continue
                 failure.detail = f"{failure.detail}; model endpoint: {hint}" if failure.detail else \
                     f"model endpoint: {hint}"
     verdict: Verdict = "fail" if findings.items else "pass"
