@@ -830,7 +830,20 @@ def test_judge_result_counts_an_error_journey_as_not_passed() -> None:
     assert (result.passed, result.failed) == (1, 1)
 
 
-# --- the model endpoint's hints go only with the failure they explain ------------------------------
+# --- leftovers on one line, and the model endpoint's hints only with the failure they explain ------
+
+def test_a_left_process_is_shown_on_one_line_clipped() -> None:
+    title = "agent-daemon" + " " * 300 + "--serve"  # a process that set its own title
+    source = "python3 -c 'import time\nwhile True:\n    time.sleep(1)\n'"
+    e = with_process(turn_to_end(), leftovers=[leftover(1, title), leftover(2, source),
+                                               leftover(3, "node " + "x" * 400)])
+    text = detail(fails_with(e, "process-left"), "process-left")
+    assert "\n" not in text and "  " not in text
+    assert "pid 1 `agent-daemon --serve`" in text
+    assert "pid 2 `python3 -c 'import time while True: time.sleep(1) '`" in text
+    shown = text.split("pid 3 `", 1)[1].split("`", 1)[0]
+    assert len(shown) == 120 and shown.endswith("…")
+
 
 def stub_record(seq: int = 1, intent: str = "reply", **changes: Any) -> dict[str, Any]:
     from acp_journeys.model_stub.records import RequestRecord

@@ -29,6 +29,8 @@ EXIT_BOUND_S = 10.0
 """Rondar: the agent ends by itself in 10 seconds after its input closes."""
 CANCEL_BOUND_S = 30.0
 """Rondar: the stop reason `cancelled` in 30 seconds or less after session/cancel."""
+COMMAND_LIMIT = 120
+"""How much of a leftover's command line a failure shows."""
 
 Verdict = Literal["pass", "fail", "error"]
 
@@ -198,7 +200,7 @@ def _check_process(p: ProcessEvidence, f: _Findings) -> None:
             f.add("no-exit-after-stdin-close",
                   f"{label} ended {p.exited_at - p.stdin_closed_at:.1f}s after its input closed{during}")
     if p.leftovers:
-        listed = ", ".join(f"pid {x.pid} `{_clip(x.command, 80)}`" for x in p.leftovers[:5])
+        listed = ", ".join(f"pid {x.pid} `{one_line(x.command, COMMAND_LIMIT)}`" for x in p.leftovers[:5])
         more = f" and {len(p.leftovers) - 5} more" if len(p.leftovers) > 5 else ""
         f.add("process-left", f"{label} left {listed}{more}")
 
@@ -330,7 +332,7 @@ def _check_stop(e: JourneyEvidence, f: _Findings) -> None:
         f.add("stop-reason", f"after session/cancel the stopReason was {json.dumps(t.stop_reason)}, "
                              "expected cancelled")
     if t.sleep_left:
-        f.add("sleep-left", ", ".join(f"pid {x.pid} `{_clip(x.command, 60)}`" for x in t.sleep_left))
+        f.add("sleep-left", ", ".join(f"pid {x.pid} `{one_line(x.command, 60)}`" for x in t.sleep_left))
 
 
 def _plan_id(call: McpCallEvidence) -> str | None:
@@ -427,6 +429,12 @@ def _short(value: Any, limit: int = 200) -> str:
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def one_line(command: str, limit: int) -> str:
+    """A command line as failures show it: every run of whitespace (a title padded with spaces,
+    the lines of a `python -c` source) one space, then clipped. result.json keeps the full argv."""
+    return _clip(" ".join(command.split()), limit)
 
 
 def _quote(text: str) -> str:
