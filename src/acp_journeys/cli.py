@@ -55,6 +55,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--env", action="append", default=[], metavar="NAME[=VALUE]",
                      help="set an environment variable for the agent; NAME alone passes this "
                           "environment's value (values are secrets: never printed or stored)")
+    run.add_argument("--setting", action="append", default=[], metavar="NAME[=VALUE]",
+                     help="set an environment variable for the agent that is no secret (a path, a "
+                          "model name): shown as it is in result.json and every output; NAME alone "
+                          "passes this environment's value")
+    run.add_argument("--isolate-home", action="store_true",
+                     help="local mode: each journey gets an empty HOME of its own (always so with "
+                          "--model-stub, and in docker mode)")
+    run.add_argument("--inherit-env", action="store_true",
+                     help="local mode: the agent gets this whole environment, not only PATH, HOME, "
+                          "USER, the locale and TERM (plus --env and --setting)")
     run.add_argument("--image", metavar="IMAGE",
                      help="run each journey in its own container made from IMAGE (docker mode)")
     run.add_argument("--network", action="store_true", help="docker mode: give the agent the default bridge")
@@ -217,6 +227,18 @@ def _run(args: argparse.Namespace) -> int:
             continue
         env[name] = value
         redactor.add(value)
+    settings: dict[str, str] = {}
+    for option in args.setting:
+        try:
+            name, value = parse_env_option(option, flag="--setting")
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        if name in env or name in stub_env:
+            raise UsageError(f"{name} is given with --env and --setting: one or the other")
+        if args.model_stub and PLACEHOLDER in value:
+            stub_env[name] = value
+            continue
+        settings[name] = value
     stub_files: list[tuple[str, str]] = []
     for option in args.model_stub_config_template:
         if not args.model_stub:
@@ -229,7 +251,7 @@ def _run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"--model-stub-config-template {option}: {exc.strerror or exc}") from None
     if args.model_stub and not stub_env and not stub_files:
-        print(f"acp-journeys: warning: --model-stub, but no --env value or config template holds "
+        print(f"acp-journeys: warning: --model-stub, but no --env or --setting value or config template holds "
               f"{PLACEHOLDER}: the agent is not told where the endpoint is", file=sys.stderr)
     demo_state = None
     if args.demo:
@@ -246,6 +268,8 @@ def _run(args: argparse.Namespace) -> int:
         logins.append((os.path.abspath(source), dest))
     if not args.image and (args.network or logins or args.agent_dir):
         raise UsageError("--network, --login and --agent-dir need docker mode (--image IMAGE)")
+    if args.image and args.inherit_env:
+        raise UsageError("--inherit-env is for local mode: a container gets only --env and --setting")
 
     run_id = uuid.uuid4().hex[:12]
     if args.image:
@@ -255,10 +279,15 @@ def _run(args: argparse.Namespace) -> int:
             # The runner image carries the reference agent at a fixed path.
             argv = ["python3", "/opt/acp-journeys/reference_agent.py"]
             env["ACP_REFERENCE_AGENT_STATE"] = "/tmp/acp-reference-agent"
-        launcher = DockerLauncher(args.image, run_id=run_id, network=args.network, env=env, logins=logins,
+        launcher = DockerLauncher(args.image, run_id=run_id, network=args.network, env=env, settings=settings,
+                                  logins=logins,
                                   pull=args.pull, agent_dir=os.path.abspath(args.agent_dir) if args.agent_dir else None)
     else:
-        launcher = LocalLauncher(run_id, env=env, tracking=None if args.tracking == "auto" else args.tracking)
+        # A home of its own under --model-stub: the config templates go there, and the user's
+        # own configuration (a real model's endpoint and login) must not mix with the stub's.
+        launcher = LocalLauncher(run_id, env=env, tracking=None if args.tracking == "auto" else args.tracking,
+                                 settings=settings, isolate_home=args.isolate_home or args.model_stub,
+                                 inherit_env=args.inherit_env)
     progress = console.Progress(redactor=redactor, quiet=args.quiet)
     subject = {}
     if args.subject_sha or os.environ.get("GITHUB_SHA"):
