@@ -45,7 +45,9 @@ PR_HEAD_SHA = "f" * 40
 ISSUE_INPUTS = {"agent-command", "context", "dockerfile", "image", "build-args", "journeys", "network", "model-stub",
                 "env",
                 "login", "runner-image", "github-token", "check-name", "fail-on-failure", "result-path",
-                "artifact-name", "docs-url"}
+                "artifact-name", "docs-url",
+                # the command line's options too (the action can do what the command line can)
+                "baseline", "timeout-scale", "strict", "parallel", "model-stub-config-templates", "settings"}
 ISSUE_OUTPUTS = {"verdict", "passed", "failed", "result-path", "check-url"}
 
 
@@ -323,6 +325,23 @@ def test_prepare_makes_the_work_folder_and_the_agent_image_name(fake: FakeSteps)
     ({"ACPJ_CONTEXT": "nowhere"}, "input context: "),
     ({"ACPJ_DOCKERFILE": "agent/Dockerfile"}, "no Dockerfile at"),
     ({"ACPJ_RESULT_PATH": "a\nb"}, "input result-path: must be one line"),
+    ({"ACPJ_TIMEOUT_SCALE": "fast"}, "input timeout-scale: expected a number above 0 (like 2 or 1.5), got 'fast'"),
+    ({"ACPJ_TIMEOUT_SCALE": "0"}, "input timeout-scale: expected a number above 0"),
+    ({"ACPJ_TIMEOUT_SCALE": "-2"}, "input timeout-scale: expected a number above 0"),
+    ({"ACPJ_PARALLEL": "0"}, "input parallel: expected a whole number of 1 or more, got '0'"),
+    ({"ACPJ_PARALLEL": "2.5"}, "input parallel: expected a whole number of 1 or more"),
+    ({"ACPJ_STRICT": "very"}, "input strict: expected true or false, got 'very'"),
+    ({"ACPJ_SETTINGS": "not a name=1"}, "input settings: a line is not NAME or NAME=VALUE"),
+    ({"ACPJ_SETTINGS": "UNSET_IN_STEP"}, "input settings: UNSET_IN_STEP is not set in the step's environment"),
+    ({"ACPJ_SETTINGS": "API_KEY=x", "ACPJ_ENV": "API_KEY=y"}, "input settings: API_KEY is in the env input too"),
+    ({"ACPJ_BASELINE": "no-such-baseline.yml"}, "input baseline: "),
+    ({"ACPJ_BASELINE": "/etc/hostname"}, "input baseline: /etc/hostname is not in the workspace"),
+    ({"ACPJ_MODEL_STUB": "true", "ACPJ_CONFIG_TEMPLATES": "Dockerfile"}, "input model-stub-config-templates: a line is not SRC:DEST"),
+    ({"ACPJ_MODEL_STUB": "true", "ACPJ_CONFIG_TEMPLATES": "Dockerfile:/etc/agent.toml"}, "must be a path inside the agent's home"),
+    ({"ACPJ_MODEL_STUB": "true", "ACPJ_CONFIG_TEMPLATES": "Dockerfile:.config/../../x"}, "must be a path inside the agent's home"),
+    ({"ACPJ_MODEL_STUB": "true", "ACPJ_CONFIG_TEMPLATES": "missing.toml:.config/a.toml"}, "is not a file"),
+    ({"ACPJ_MODEL_STUB": "true", "ACPJ_CONFIG_TEMPLATES": "../outside.toml:.config/a.toml"}, "is not in the workspace"),
+    ({"ACPJ_CONFIG_TEMPLATES": "Dockerfile:.config/a.toml"}, "set model-stub: true"),
 ])
 def test_prepare_rejects_bad_inputs_before_any_build(fake: FakeSteps, env: dict[str, str], message: str) -> None:
     out = fake("prepare", **{"ACPJ_AGENT_COMMAND": "agent --acp", **env})
@@ -371,6 +390,46 @@ def test_run_turns_the_inputs_into_options(fake: FakeSteps) -> None:
     assert not any("s3cr3t" in a for a in argv), argv
     assert "s3cr3t" not in out.log
     assert out.outputs["exit-code"] == "0"
+
+
+def test_run_turns_the_new_inputs_into_options(fake: FakeSteps) -> None:
+    (fake.workspace / "acp").mkdir()
+    (fake.workspace / "acp" / "baseline.yml").write_text("- stop-running-turn\n")
+    (fake.workspace / "acp" / "config.toml").write_text('url = "{model_url}/v1"\n')
+    (fake.workspace / "acp" / "models.json").write_text("{}")
+    inputs = dict(ACPJ_BASELINE="acp/baseline.yml", ACPJ_TIMEOUT_SCALE="2.5", ACPJ_STRICT="true", ACPJ_PARALLEL="3",
+                  ACPJ_MODEL_STUB="true", ACPJ_SETTINGS="AGENT_MODEL=stub model\n# no\nKERNEL_PYTHON\n",
+                  KERNEL_PYTHON="/opt/kernel/bin/python",
+                  ACPJ_CONFIG_TEMPLATES="acp/config.toml:.config/agent/config.toml\nacp/models.json:.prime/agent/models.json")
+    env = fake.prepared(**inputs)
+    work = Path(env["ACPJ_WORK"])
+    # Copied into the work folder, which every runner container mounts (the workspace is not).
+    assert (work / "baseline" / "baseline.yml").read_text() == "- stop-running-turn\n"
+    assert (work / "templates" / "1" / "config.toml").exists() and (work / "templates" / "2" / "models.json").exists()
+    out = fake("run", **env, **inputs, ACPJ_AGENT_COMMAND="agent")
+    assert out.code == 0, out.log
+    [call] = out.call("run")
+    head = call["cli"][:call["cli"].index("--")]
+    assert head[head.index("--timeout-scale") + 1] == "2.5" and head[head.index("--parallel") + 1] == "3"
+    assert "--strict" in head and "--model-stub" in head
+    assert [head[i + 1] for i, a in enumerate(head) if a == "--setting"] == [
+        "AGENT_MODEL=stub model", "KERNEL_PYTHON=/opt/kernel/bin/python"]
+    assert [head[i + 1] for i, a in enumerate(head) if a == "--model-stub-config-template"] == [
+        f"{work}/templates/1/config.toml:.config/agent/config.toml",
+        f"{work}/templates/2/models.json:.prime/agent/models.json"]
+    assert head[head.index("--baseline") + 1] == f"{work}/baseline/baseline.yml"
+    # The report and the gate judge under the same baseline.
+    Path(work, "result.json").write_text("{}")
+    report = fake("report", ACPJ_WORK=str(work), ACPJ_RUNNER_IMAGE="runner:test")
+    assert report.call("run")[0]["cli"][-2:] == ["--baseline", f"{work}/baseline/baseline.yml"]
+    gate = fake("gate", ACPJ_WORK=str(work), ACPJ_RUNNER_IMAGE="runner:test")
+    assert gate.call("run")[0]["cli"][-2:] == ["--baseline", f"{work}/baseline/baseline.yml"]
+    # Without them: none of these options.
+    plain = fake.prepared()
+    out = fake("run", **plain, ACPJ_AGENT_COMMAND="agent")
+    head = out.call("run")[0]["cli"]
+    assert not {"--timeout-scale", "--parallel", "--strict", "--setting", "--baseline",
+                "--model-stub-config-template"} & set(head)
 
 
 def test_run_as_a_non_root_user_keeps_the_files_theirs(fake: FakeSteps) -> None:
@@ -540,11 +599,16 @@ def _agent_repo(workspace: Path) -> None:
 
 
 def _run_action(tmp_path: Path, api: FakeGitHub, inputs: dict[str, str],  # type: ignore[no-untyped-def]
-                event_name: str = "push"):
+                event_name: str = "push", files: dict[str, str] | None = None):
     workspace, temp = tmp_path / "workspace", tmp_path / "runner-temp"
     workspace.mkdir()
     temp.mkdir()
     _agent_repo(workspace)
+    for name, text in (files or {}).items():  # more files of the agent repository
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_text(text)
+        if text.startswith("#!"):
+            (workspace / name).chmod(0o755)
     event = tmp_path / "event.json"
     if event_name == "pull_request":  # GITHUB_SHA is then the merge commit; the check goes on the head
         event.write_text(json.dumps({"number": 7, "pull_request": {"head": {"sha": PR_HEAD_SHA}}}))
@@ -657,6 +721,93 @@ def test_end_to_end_a_failing_agent_fails_the_job_unless_told(engine_images: Non
         _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
 
 
+def test_end_to_end_a_baseline_turns_a_known_failure_green(engine_images: None, tmp_path: Path,
+                                                          github_api: FakeGitHub) -> None:
+    """The failing agent's known failure in the baseline: the job passes, the check run is green
+    and still lists the failure; strict, timeout-scale and parallel reach the run as well."""
+    run, seconds = _run_action(tmp_path, github_api, {
+        "agent-command": "/agent/bin/failing-agent",
+        "dockerfile": "examples/failing-agent/Dockerfile",
+        "build-args": f"BASE_IMAGE={BASE_IMAGE}",
+        "journeys": "turn-to-end stop-running-turn",
+        "baseline": ".github/acp-baseline.yml",
+        "timeout-scale": "2",
+        "strict": "true",
+        "parallel": "1",
+    }, files={".github/acp-baseline.yml": "- id: stop-running-turn:stop-reason\n  reason: cancel lands in 2.0\n"})
+    try:
+        assert not run.failed, run.log
+        assert [s.outcome for s in run.steps] == ["success"] * 7, run.log
+        result = json.loads(Path(run.outputs["result-path"]).read_text())
+        # result.json keeps what happened; the baseline decides what it means for the job.
+        assert result["verdict"] == "fail" and result["passed"] == 1
+        assert result["strict"] is True and result["timeout_scale"] == 2.0
+        [journey] = [j for j in result["journeys"] if j["verdict"] == "fail"]
+        assert journey["id"] == "stop-running-turn" and [f["id"] for f in journey["failures"]] == ["stop-reason"]
+        assert run.outputs["verdict"] == "pass"
+        [request] = github_api.requests
+        payload = json.loads(request["body"])
+        assert payload["conclusion"] == "success"
+        assert "stop-reason" in payload["output"]["summary"] and "cancel lands in 2.0" in payload["output"]["summary"]
+        assert "baseline: 1 expected" in payload["output"]["title"]
+        assert "verdict: pass" in run.step("gate").log
+        print(f"end to end, baseline: {seconds:.1f} s")
+    finally:
+        _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
+
+
+FILE_CONFIGURED_AGENT = """#!/usr/bin/env python3
+# An agent that reads its model endpoint from a file in its home (as Mistral Vibe, Hermes,
+# kimi-cli and prime-agent do), named by the AGENT_CONFIG setting: with no file, or an endpoint
+# that does not answer, it cannot start. Then it is the reference agent.
+import json, os, sys, urllib.request
+path = os.path.expanduser(os.environ.get("AGENT_CONFIG", "~/.config/file-agent/config.json"))
+try:
+    with open(path) as fh:
+        url = json.load(fh)["base_url"]
+    with urllib.request.urlopen(url.rstrip("/") + "/models", timeout=10) as answer:
+        json.load(answer)
+except Exception as exc:
+    sys.exit(f"file-configured-agent: no model endpoint: {exc}")
+os.execvp("python3", ["python3", "/agent/reference_agent.py", *sys.argv[1:]])
+"""
+
+
+def test_end_to_end_a_config_template_serves_a_file_configured_agent(engine_images: None, tmp_path: Path,
+                                                                     github_api: FakeGitHub) -> None:
+    """An agent that reads its endpoint from ~/.config: the config template (SRC in the
+    workspace) is written with the scripted model's address into each journey's home, and a
+    setting (no secret) tells the agent where; it reaches the stub and passes."""
+    folder = "examples/file-configured-agent"
+    run, seconds = _run_action(tmp_path, github_api, {
+        "agent-command": "/agent/bin/file-configured-agent",
+        "dockerfile": f"{folder}/Dockerfile",
+        "build-args": f"BASE_IMAGE={BASE_IMAGE}",
+        "journeys": "turn-to-end follow-up-after-restart",
+        "model-stub": "true",
+        "model-stub-config-templates": f"{folder}/config.json:.config/file-agent/agent.json",
+        "settings": "AGENT_CONFIG=~/.config/file-agent/agent.json",
+    }, files={
+        f"{folder}/file-configured-agent": FILE_CONFIGURED_AGENT,
+        f"{folder}/config.json": '{"base_url": "{model_url}/v1"}\n',
+        f"{folder}/Dockerfile": "ARG BASE_IMAGE=python:3.12-slim\nFROM ${BASE_IMAGE}\n"
+                                "COPY src/acp_journeys/bundled/reference_agent.py /agent/reference_agent.py\n"
+                                f"COPY {folder}/file-configured-agent /agent/bin/file-configured-agent\n",
+    })
+    try:
+        assert not run.failed, run.log
+        result = json.loads(Path(run.outputs["result-path"]).read_text())
+        assert result["verdict"] == "pass" and result["passed"] == 2, run.log
+        assert result["launch"]["settings"] == {"AGENT_CONFIG": "~/.config/file-agent/agent.json"}
+        for journey in result["journeys"]:
+            # Each agent process asked the stub, on the journey's own route, through the file.
+            models = [r for r in journey["evidence"]["model_requests"] if r["dialect"] == "models"]
+            assert len(models) == len(journey["evidence"]["processes"]) and models[0]["tag"] == journey["id"]
+        print(f"end to end, config template: {seconds:.1f} s")
+    finally:
+        _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
+
+
 def test_end_to_end_a_cancelled_run_stops_the_journeys_cleanly(engine_images: None, tmp_path: Path) -> None:
     """A cancelled job: the runner sends SIGINT to the run step's shell. It reaches the journeys
     (through the step's `exec`): they stop, their containers go, and a partial result.json is
@@ -715,6 +866,17 @@ def test_the_init_workflow_uses_only_inputs_of_the_action(tmp_path: Path) -> Non
     steps = [s for job in load_yaml(path)["jobs"].values() for s in job["steps"]
              if str(s.get("uses", "")).startswith("rondar/acp-journeys@")]
     assert steps and all(set(s["with"]) <= declared for s in steps)
+    # The commented examples: uncommented, they are inputs of the action, the new ones included.
+    text = path.read_text()
+    assert "# baseline: " in text
+    uncommented = "\n".join(line.replace("          # ", "          ", 1)
+                            if line.startswith("          # ") and not line.startswith("          # More") else line
+                            for line in text.splitlines())
+    path.write_text(uncommented + "\n")
+    [step] = [s for job in load_yaml(path)["jobs"].values() for s in job["steps"]
+              if str(s.get("uses", "")).startswith("rondar/acp-journeys@")]
+    assert {"baseline", "timeout-scale", "strict", "parallel", "model-stub-config-templates", "settings"} \
+        <= set(step["with"]) <= declared
     proc = subprocess.run([tool("actionlint"), "-no-color", str(path)], capture_output=True, text=True,
                           env=offline_env(), timeout=120)
     assert proc.returncode == 0, proc.stdout
