@@ -152,6 +152,9 @@ def test_a_daemon_in_tmpdir_is_each_journeys_own_and_left_in_each(tmp_path):
     folders = {os.path.dirname(s) for s in sockets}
     assert len(folders) == 7, folders  # one TMPDIR per journey
     assert not any(os.path.exists(f) for f in folders)  # removed with the journey
+    # run and verify show each leftover the same way: one line, clipped (the argv above is whole).
+    shown = [line for line in outcome.stdout.splitlines() if " left pid " in line]
+    assert len(shown) == 7 and shown == [line for line in verify(outcome.path).stdout.splitlines() if " left pid " in line]
 
 
 def test_late_updates_are_recorded_apart_from_the_reply(tmp_path):
