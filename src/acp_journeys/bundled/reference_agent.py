@@ -55,6 +55,9 @@ thing and nothing else):
   huge-chunk               the REPLY turn's one chunk is the token and 4 MB of filler
   oversized-line           prints one 20 MB line of `x` before the initialize answer
   hang-turn                never answers session/prompt (still exits on stdin EOF)
+  hostile-text             the REPLY turn's reply and the agent's stderr hold markup around the
+                           token (`<script>`, `</textarea>`, a `javascript:` link): it passes
+                           every journey; a fixture for the escaping of the reports
 """
 
 from __future__ import annotations
@@ -87,8 +90,13 @@ DEFECTS = frozenset(
     leave-sleep no-modes config-option-mode set-mode-error ignore-mcp wrong-plan-title
     skip-get-plan no-plan-id-reply plan-writes-file no-touch crash-mid-turn no-initialize-answer
     garbage-stdout stderr-flood huge-chunk oversized-line hang-turn asks-client-fs
-    reply-after-answer memory-hog fork-bomb""".split()
+    reply-after-answer memory-hog fork-bomb hostile-text""".split()
 )
+
+# Markup that a report must show as text (the hostile-text defect).
+HOSTILE_TEXT = ('<script>document.title="pwned"</script></textarea></pre></code>-->]]>'
+                '<a href="javascript:alert(1)">click me</a><img src=x onerror="document.title=1">'
+                "[md](javascript:alert(2)) &amp; \u202e")
 
 # JSON-RPC error codes (the ErrorCode values of the ACP schema).
 METHOD_NOT_FOUND = -32601
@@ -845,10 +853,14 @@ class Agent:
     def do_reply(self, turn: Turn, match, images) -> str:
         if self.broken("wrong-reply"):
             return "something else"
+        reply = match.group("token")
+        if self.broken("hostile-text"):
+            log(f"about to reply: {HOSTILE_TEXT}")
+            reply = f"{HOSTILE_TEXT} {reply} {HOSTILE_TEXT}"
         if self.broken("huge-chunk"):
             filler = " lorem ipsum" * (4 * 1024 * 1024 // len(" lorem ipsum") + 1)
-            return match.group("token") + filler
-        return match.group("token")
+            return reply + filler
+        return reply
 
     def do_read_and_look(self, turn: Turn, match, images) -> str:
         word = self.read_file(turn, match.group("path"))
