@@ -2,10 +2,11 @@
 # The shell steps of action.yml, one subcommand a step, so they run (and are tested) outside
 # GitHub too:
 #
-#   steps.sh prepare   check every input, make the work folder; outputs work, result-path, agent-image
+#   steps.sh prepare   check every input, make the work folder; outputs work, result-path, html-path, agent-image
 #   steps.sh build     build the agent image from the checkout (or pull the given `image`)
 #   steps.sh runner    find the runner image: local, else pulled, else built from the action's Dockerfile
-#   steps.sh run       run the journeys in the runner image against the agent image
+#   steps.sh run       run the journeys in the runner image against the agent image (result.json and
+#                      the HTML report beside it)
 #   steps.sh report    post the check run, write the job summary and the step outputs
 #   steps.sh gate      fail when a journey failed and fail-on-failure is true
 #
@@ -251,6 +252,7 @@ step_prepare() {
     fi
     set_output work "$work"
     set_output result-path "$result"
+    set_output html-path "${result%.json}.html"
     set_output agent-image "$image"
     say "work folder $work; result.json goes to $result"
 }
@@ -338,7 +340,8 @@ step_run() {
     RUNNER_ARGS+=(-v "$MCP_DIR:$MCP_DIR")
     local name=${work##*.}
     name="acp-journeys-runner-${name,,}"
-    local cli=(run --image "$ACPJ_AGENT_IMAGE" --output "$produced" "${JOURNEY_ARGS[@]}")
+    local produced_html=$work/result.html
+    local cli=(run --image "$ACPJ_AGENT_IMAGE" --output "$produced" --html "$produced_html" "${JOURNEY_ARGS[@]}")
     [ -z "${GITHUB_SHA:-}" ] || cli+=(--subject-sha "$GITHUB_SHA")
     if is_true network "${ACPJ_NETWORK:-false}"; then cli+=(--network); fi
     if is_true model-stub "${ACPJ_MODEL_STUB:-false}"; then cli+=(--model-stub); fi
@@ -349,7 +352,7 @@ step_run() {
         cli+=(--env "$name_")  # NAME alone: the runner reads the value from its environment
     done
     cli+=("${LOGIN_ARGS[@]}" -- "${ARGV[@]}")
-    rm -f "$produced"
+    rm -f "$produced" "$produced_html"
 
     # In the background, waited for, so that a cancelled job's SIGTERM reaches the journeys
     # (which then stop cleanly, remove their containers and write a partial result.json). The
@@ -377,6 +380,9 @@ step_run() {
     set_output exit-code "$code"
     if [ -f "$produced" ] && [ "$produced" != "$ACPJ_RESULT_PATH" ]; then
         cp -- "$produced" "$ACPJ_RESULT_PATH"
+    fi
+    if [ -f "$produced_html" ] && [ -n "${ACPJ_HTML_PATH:-}" ] && [ "$produced_html" != "$ACPJ_HTML_PATH" ]; then
+        cp -- "$produced_html" "$ACPJ_HTML_PATH"
     fi
     case $code in
     0 | 1) return 0 ;;  # a verdict; the gate step decides what a failure means for the job
@@ -427,6 +433,7 @@ step_report() {
     done
     local cli=(report "$work/result.json" --github --check-name "${ACPJ_CHECK_NAME:-ACP journeys}")
     [ -z "${ACPJ_DOCS_URL:-}" ] || cli+=(--docs-url "$ACPJ_DOCS_URL")
+    [ -z "${ACPJ_ARTIFACT_URL:-}" ] || cli+=(--artifact-url "$ACPJ_ARTIFACT_URL")
     # The host's network: the GitHub API (or a stand-in on loopback) is reached as from the job.
     local code=0
     docker run "${RUNNER_ARGS[@]}" --network host "${FILE_MOUNTS[@]}" "${FILE_ENV[@]}" "${env_opts[@]}" \
