@@ -434,14 +434,15 @@ def cancel_latencies(timeline: JourneyTimeline) -> list[float]:
     return [p.value for p in timeline.all_points() if p.kind == "cancel-answer" and p.value is not None]
 
 
-def clusters(times: Sequence[float], span: float, *, gap_share: float = 0.25, most: int = 3) -> list[tuple[float, float]]:
-    """Busy stretches of a timeline that a long quiet gap (over `gap_share` of `span`) splits, at
-    most `most`; one stretch means no zoom is needed."""
+def clusters(times: Sequence[float], span: float, *, gap_share: float = 0.25, min_gap: float = 1.0,
+             most: int = 3) -> list[tuple[float, float]]:
+    """Busy stretches of a timeline that a long quiet gap (over `gap_share` of `span` and over
+    `min_gap` seconds) splits, at most `most`; one stretch means no zoom is needed."""
     ordered = sorted(set(times))
     if len(ordered) < 2 or span <= 0:
         return [(ordered[0], ordered[0])] if ordered else []
     gaps = sorted(((b - a, i) for i, (a, b) in enumerate(zip(ordered, ordered[1:]))), reverse=True)
-    cuts = sorted(i for g, i in gaps[: most - 1] if g > gap_share * span)
+    cuts = sorted(i for g, i in gaps[: most - 1] if g > max(gap_share * span, min_gap))
     out: list[tuple[float, float]] = []
     start = 0
     for i in cuts:
