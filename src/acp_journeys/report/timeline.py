@@ -408,14 +408,14 @@ def _cancel_points(t: Mapping[str, Any], answered: float | None, stop: Any) -> l
                             f"we sent session/cancel at {seconds(cancel)}"
                             + (f" (trigger: {short(trigger, 30)})" if trigger else "")))
         if answered is not None:
-            latency = answered - cancel
+            latency = round(answered - cancel, 4)  # the evidence's own precision, for label and value alike
             slow = latency > CANCEL_BOUND_S
             good = not slow and stop == "cancelled"
             label = f"answered {short(stop, 16)} in {seconds(latency)}"
             points.append(Point(cancel, "cancel", "cancel-answer", label,
                                 f"the turn answered {short(stop, 40)} {seconds(latency)} after session/cancel "
                                 f"(Rondar's bound: {CANCEL_BOUND_S:.0f} s)",
-                                end=answered, tone="ok" if good else "bad", priority=2, value=round(latency, 4)))
+                                end=answered, tone="ok" if good else "bad", priority=2, value=latency))
         else:
             points.append(Point(cancel, "cancel", "cancel-answer", "no answer to the cancel",
                                 f"the turn got no answer after session/cancel (Rondar's bound: {CANCEL_BOUND_S:.0f} s)",
