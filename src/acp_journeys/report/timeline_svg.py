@@ -236,23 +236,31 @@ def draw(timeline: JourneyTimeline, t0: float, t1: float, *, label: str) -> str:
             + "".join(axis) + "".join(body) + "</svg>")
 
 
+ZOOM_SHARE = 0.35
+"""A stretch shorter than this share of the journey gets a zoomed panel of its own."""
+
+
 def panels(timeline: JourneyTimeline) -> list[tuple[str, str]]:
-    """(title, svg): the whole journey from 0 s, then a zoom on each busy stretch when long quiet
-    gaps would crowd the points together (a stop answered 30 s after the rest)."""
+    """(title, svg): the whole journey from 0 s, then zoomed panels (each to scale over its own
+    range) where points crowd: each busy stretch when long quiet gaps split the journey (a stop
+    answered 30 s after the rest), else the stretch of the turns when it is short."""
     from acp_journeys.report.timeline import clusters
 
     end = max(timeline.end, 1e-3)
     out = [(f"the whole journey, 0 – {end:.2f} s", draw(timeline, 0.0, end, label="whole journey, to scale"))]
-    times = [t for p in timeline.all_points() for t in (p.at, p.end) if t is not None]
+    points = timeline.all_points()
+    times = [t for p in points for t in (p.at, p.end) if t is not None]
     stretches = clusters(times, end)
-    if len(stretches) > 1 or (stretches and stretches[0][1] - stretches[0][0] < 0.4 * end):
-        for a, b in stretches:
-            pad = max((b - a) * 0.04, 0.005)
-            lo, hi = max(0.0, a - pad), min(end, b + pad)
-            if hi - lo >= 0.9 * end:
-                continue
-            title = f"zoom {lo:.3f} – {hi:.3f} s"
-            out.append((title, draw(timeline, lo, hi, label=f"{title}, to scale")))
+    if len(stretches) <= 1:
+        turns = [p for p in points if p.kind in ("turn", "cancel-answer")]
+        stretches = [(min(p.at for p in turns), max(p.end or p.at for p in turns))] if turns else []
+    for a, b in stretches:
+        pad = max((b - a) * 0.03, 0.003)
+        lo, hi = max(0.0, a - pad), min(end, b + pad)
+        if hi - lo > ZOOM_SHARE * end:
+            continue
+        title = f"zoom {lo:.3f} – {hi:.3f} s"
+        out.append((title, draw(timeline, lo, hi, label=f"{title}, to scale")))
     return out
 
 
