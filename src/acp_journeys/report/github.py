@@ -15,6 +15,8 @@ Rules of this module:
   read-only token of a pull request from a fork or of Dependabot), any other answer, a network
   error, an unwritable file, each becomes a warning that says why. The token never appears in a
   warning, and this module prints nothing.
+- With `artifact_url` (the action's artifact of result.json and the HTML report), both the check
+  run's summary and the job summary link it.
 - The summary is always appended to GITHUB_STEP_SUMMARY, kept (with what the file held) under
   1 MiB; the outputs `verdict`, `passed`, `failed`, `result-path` and `check-url` are appended
   to GITHUB_OUTPUT in the heredoc form with a random delimiter that no value holds.

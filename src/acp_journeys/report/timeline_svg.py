@@ -254,14 +254,36 @@ def panels(timeline: JourneyTimeline) -> list[tuple[str, str]]:
     if len(stretches) <= 1:
         turns = [p for p in points if p.kind in ("turn", "cancel-answer")]
         stretches = [(min(p.at for p in turns), max(p.end or p.at for p in turns))] if turns else []
+    shortest = end
     for a, b in stretches:
         pad = max((b - a) * 0.03, 0.003)
         lo, hi = max(0.0, a - pad), min(end, b + pad)
         if hi - lo > ZOOM_SHARE * end:
             continue
+        shortest = min(shortest, hi - lo)
         title = f"zoom {lo:.3f} – {hi:.3f} s"
         out.append((title, draw(timeline, lo, hi, label=f"{title}, to scale")))
+    stop = _stop_stretch(points)
+    if stop is not None:
+        a, b = stop
+        pad = max((b - a) * 0.05, 0.002)
+        lo, hi = max(0.0, a - pad), min(end, b + pad)
+        if hi - lo <= ZOOM_SHARE * shortest:
+            title = f"zoom on the stop {lo:.3f} – {hi:.3f} s"
+            out.append((title, draw(timeline, lo, hi, label=f"{title}, to scale")))
     return out
+
+
+def _stop_stretch(points: list[Point]) -> tuple[float, float] | None:
+    """From what led to session/cancel (the command seen, tool calls and permission requests of
+    the 2 s before) to the answer and the sleeps left: the seconds a slow stop is about."""
+    cancels = [p for p in points if p.kind == "cancel"]
+    if not cancels:
+        return None
+    sent = max(p.at for p in cancels)
+    before = [p.at for p in points if (p.lane == "tools" or p.kind == "seen") and sent - 2.0 <= p.at <= sent]
+    after = [t for p in points if p.lane == "cancel" for t in (p.at, p.end) if t is not None]
+    return min([sent, *before]), max([sent, *after])
 
 
 _SAFE_ID = re.compile(r"[^a-z0-9-]+")
