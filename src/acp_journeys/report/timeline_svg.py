@@ -188,8 +188,9 @@ def _lane(name: str, points: list[Point], scale: _Scale, y: float, note: str = "
     return "".join(parts), height
 
 
-def draw(timeline: JourneyTimeline, t0: float, t1: float, *, label: str) -> str:
-    """One panel: the axis, then each process's lanes, then the journey's own lanes."""
+def draw(timeline: JourneyTimeline, t0: float, t1: float, *, label: str, notes: bool = True) -> str:
+    """One panel: the axis, then each process's lanes, then the journey's own lanes (`notes`:
+    say in the updates lane when no frame was kept)."""
     scale = _Scale(t0, t1)
     body: list[str] = []
     y = AXIS_H + 4.0
@@ -202,7 +203,7 @@ def draw(timeline: JourneyTimeline, t0: float, t1: float, *, label: str) -> str:
         for name in LANES:
             points = by_lane.get(name, [])
             note = ""
-            if name == "updates" and not timeline.updates_kept:
+            if name == "updates" and not timeline.updates_kept and notes:
                 note = "the frames of a passing journey are not kept (--transcripts keeps them): no ticks"
             if note and not any(p.kind == "turn" for p in by_lane.get("requests", [])):
                 note = ""  # a process with no turn has no updates to miss
@@ -216,7 +217,7 @@ def draw(timeline: JourneyTimeline, t0: float, t1: float, *, label: str) -> str:
     for p in timeline.journey_points:
         by_lane.setdefault(p.lane, []).append(p)
     for name in ("model", "mcp"):
-        if by_lane.get(name):
+        if any(scale.inside(p) for p in by_lane.get(name, [])):
             svg, height = _lane(name, by_lane[name], scale, y)
             body.append(svg)
             y += height
@@ -262,7 +263,7 @@ def panels(timeline: JourneyTimeline) -> list[tuple[str, str]]:
             continue
         shortest = min(shortest, hi - lo)
         title = f"zoom {lo:.3f} – {hi:.3f} s"
-        out.append((title, draw(timeline, lo, hi, label=f"{title}, to scale")))
+        out.append((title, draw(timeline, lo, hi, label=f"{title}, to scale", notes=False)))
     stop = _stop_stretch(points)
     if stop is not None:
         a, b = stop
@@ -270,7 +271,7 @@ def panels(timeline: JourneyTimeline) -> list[tuple[str, str]]:
         lo, hi = max(0.0, a - pad), min(end, b + pad)
         if hi - lo <= ZOOM_SHARE * shortest:
             title = f"zoom on the stop {lo:.3f} – {hi:.3f} s"
-            out.append((title, draw(timeline, lo, hi, label=f"{title}, to scale")))
+            out.append((title, draw(timeline, lo, hi, label=f"{title}, to scale", notes=False)))
     return out
 
 
