@@ -78,6 +78,15 @@ def test_fixture_run_report_in_chromium(case: str, tmp_path: Path, browser: Chro
     try:
         page.open(html.as_uri())
         facts = page.evaluate(PAGE_FACTS)
+        # A link to a closed journey opens it; a malformed fragment is no error.
+        assert page.evaluate("""(async () => {
+          location.hash = '#j-follow-up-same-session';
+          await new Promise(r => setTimeout(r, 50));
+          const opened = document.getElementById('j-follow-up-same-session').open;
+          location.hash = '#%E0%A4%A';
+          await new Promise(r => setTimeout(r, 50));
+          return opened;
+        })()""") is True
         assert page.errors() == []
         assert page.requests() == [html.as_uri()]  # nothing loaded but the page itself
     finally:

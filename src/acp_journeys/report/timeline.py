@@ -398,11 +398,14 @@ def _cancel_points(t: Mapping[str, Any], answered: float | None, stop: Any) -> l
     trigger = t.get("cancel_trigger")
     cancel = num(t.get("cancel_sent_at"))
     if seen is not None:
-        how = {"process": "the sleep process appeared", "tool_call": "a tool call about it is under way",
-               "permission": "a permission request for it", "bound": "nothing ran within the bound"}
-        what = how.get(as_str(trigger), f"trigger {short(trigger, 30)}" if trigger else "the command ran")
-        points.append(Point(seen, "cancel", "seen", f"seen: {short(trigger or 'command', 16)}",
-                            f"the command counts as running: {what}", tone="warn" if trigger == "bound" else ""))
+        how = {"process": ("sleep process appeared", "the sleep process appeared among the agent's processes"),
+               "tool_call": ("tool call under way", "a tool call about the sleep is under way"),
+               "permission": ("permission asked", "a permission request for the sleep came"),
+               "bound": ("nothing ran (bound)", "nothing showed the sleep running within the turn's bound")}
+        label, what = how.get(as_str(trigger), (f"seen: {short(trigger or 'command', 16)}",
+                                                f"trigger {short(trigger, 60)}" if trigger else "the command ran"))
+        points.append(Point(seen, "cancel", "seen", label, f"the command counts as running: {what}",
+                            tone="warn" if trigger == "bound" else ""))
     if cancel is not None:
         points.append(Point(cancel, "cancel", "cancel", "session/cancel",
                             f"we sent session/cancel at {seconds(cancel)}"

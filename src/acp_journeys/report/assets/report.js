@@ -31,7 +31,12 @@
   function openTarget() {
     var id = location.hash.slice(1);
     if (!id) return;
-    var el = document.getElementById(decodeURIComponent(id));
+    try {
+      id = decodeURIComponent(id);
+    } catch (e) {
+      return;  // a malformed fragment names nothing here
+    }
+    var el = document.getElementById(id);
     if (!el) return;
     for (var p = el; p; p = p.parentElement) {
       if (p.tagName === "DETAILS") p.open = true;
