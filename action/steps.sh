@@ -5,8 +5,7 @@
 #   steps.sh prepare   check every input, make the work folder; outputs work, result-path, html-path, agent-image
 #   steps.sh build     build the agent image from the checkout (or pull the given `image`)
 #   steps.sh runner    find the runner image: local, else pulled, else built from the action's Dockerfile
-#   steps.sh run       run the journeys in the runner image against the agent image (result.json and
-#                      the HTML report beside it)
+#   steps.sh run       run the journeys in the runner image against the agent image
 #   steps.sh report    post the check run, write the job summary and the step outputs
 #   steps.sh gate      fail when a journey failed and fail-on-failure is true
 #
@@ -340,9 +339,9 @@ step_run() {
     RUNNER_ARGS+=(-v "$MCP_DIR:$MCP_DIR")
     local name=${work##*.}
     name="acp-journeys-runner-${name,,}"
-    local produced_html=$work/result.html
-    local cli=(run --image "$ACPJ_AGENT_IMAGE" --output "$produced" --html "$produced_html" "${JOURNEY_ARGS[@]}")
+    local cli=(run --image "$ACPJ_AGENT_IMAGE" --output "$produced" "${JOURNEY_ARGS[@]}")
     [ -z "${GITHUB_SHA:-}" ] || cli+=(--subject-sha "$GITHUB_SHA")
+    cli+=(--html "${produced%.json}.html")  # the HTML report, uploaded beside result.json
     if is_true network "${ACPJ_NETWORK:-false}"; then cli+=(--network); fi
     if is_true model-stub "${ACPJ_MODEL_STUB:-false}"; then cli+=(--model-stub); fi
     [ -z "${ACPJ_DOCS_URL:-}" ] || cli+=(--docs-url "$ACPJ_DOCS_URL")
@@ -352,7 +351,7 @@ step_run() {
         cli+=(--env "$name_")  # NAME alone: the runner reads the value from its environment
     done
     cli+=("${LOGIN_ARGS[@]}" -- "${ARGV[@]}")
-    rm -f "$produced" "$produced_html"
+    rm -f "$produced" "${produced%.json}.html"
 
     # In the background, waited for, so that a cancelled job's SIGTERM reaches the journeys
     # (which then stop cleanly, remove their containers and write a partial result.json). The
@@ -381,8 +380,9 @@ step_run() {
     if [ -f "$produced" ] && [ "$produced" != "$ACPJ_RESULT_PATH" ]; then
         cp -- "$produced" "$ACPJ_RESULT_PATH"
     fi
-    if [ -f "$produced_html" ] && [ -n "${ACPJ_HTML_PATH:-}" ] && [ "$produced_html" != "$ACPJ_HTML_PATH" ]; then
-        cp -- "$produced_html" "$ACPJ_HTML_PATH"
+    local html=${produced%.json}.html
+    if [ -f "$html" ] && [ -n "${ACPJ_HTML_PATH:-}" ] && [ "$html" != "$ACPJ_HTML_PATH" ]; then
+        cp -- "$html" "$ACPJ_HTML_PATH"
     fi
     case $code in
     0 | 1) return 0 ;;  # a verdict; the gate step decides what a failure means for the job
@@ -432,8 +432,8 @@ step_report() {
         [ -z "${!var:-}" ] || env_opts+=(-e "$var")
     done
     local cli=(report "$work/result.json" --github --check-name "${ACPJ_CHECK_NAME:-ACP journeys}")
+    [ -z "${ACPJ_ARTIFACT_URL:-}" ] || cli+=(--artifact-url "$ACPJ_ARTIFACT_URL")  # of the HTML report
     [ -z "${ACPJ_DOCS_URL:-}" ] || cli+=(--docs-url "$ACPJ_DOCS_URL")
-    [ -z "${ACPJ_ARTIFACT_URL:-}" ] || cli+=(--artifact-url "$ACPJ_ARTIFACT_URL")
     # The host's network: the GitHub API (or a stand-in on loopback) is reached as from the job.
     local code=0
     docker run "${RUNNER_ARGS[@]}" --network host "${FILE_MOUNTS[@]}" "${FILE_ENV[@]}" "${env_opts[@]}" \
