@@ -199,7 +199,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "acp_journeys", *args], capture_output=True, text=True, timeout=120)
 
 
-def test_report_verify_and_run_write_the_page(tmp_path: Path) -> None:
+def test_report_and_verify_write_the_page(tmp_path: Path) -> None:
     path = tmp_path / "result.json"
     path.write_text(json.dumps(stop_result().model_dump(mode="json", by_alias=True)))  # \ud800 escaped
     out = cli("report", str(path), "--html", str(tmp_path / "r.html"))
