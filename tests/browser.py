@@ -22,7 +22,7 @@ import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--no-default-browser-check",
@@ -112,8 +112,9 @@ class WebSocket:
 class Page:
     """One tab, over its own DevTools WebSocket; events are kept in `events`."""
 
-    def __init__(self, ws_url: str) -> None:
+    def __init__(self, ws_url: str, on_close: Callable[[], None] | None = None) -> None:
         self.ws = WebSocket(ws_url)
+        self.on_close = on_close
         self.next_id = 0
         self.events: list[dict[str, Any]] = []
 
@@ -188,6 +189,8 @@ class Page:
 
     def close(self) -> None:
         self.ws.close()
+        if self.on_close is not None:
+            self.on_close()
 
 
 class Chromium:
@@ -219,12 +222,19 @@ class Chromium:
         raise RuntimeError("chromium did not open its DevTools port")
 
     def page(self) -> Page:
-        targets = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json/list", timeout=10).read())
-        url = next(t["webSocketDebuggerUrl"] for t in targets if t.get("type") == "page")
-        page = Page(url)
+        """A new tab (closed again by `Page.close`), with the events the checks read enabled."""
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/json/new?about:blank", method="PUT")
+        target = json.loads(urllib.request.urlopen(request, timeout=10).read())
+        page = Page(target["webSocketDebuggerUrl"], on_close=lambda: self._close_target(target["id"]))
         for domain in ("Page", "Runtime", "Log", "Network"):
             page.call(f"{domain}.enable")
         return page
+
+    def _close_target(self, target_id: str) -> None:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json/close/{target_id}", timeout=10).read()
+        except OSError:
+            pass  # the browser is going anyway
 
     def __exit__(self, *exc: object) -> None:
         if self.proc is not None and self.proc.poll() is None:
