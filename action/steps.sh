@@ -2,7 +2,7 @@
 # The shell steps of action.yml, one subcommand a step, so they run (and are tested) outside
 # GitHub too:
 #
-#   steps.sh prepare   check every input, make the work folder; outputs work, result-path, agent-image
+#   steps.sh prepare   check every input, make the work folder; outputs work, result-path, html-path, agent-image
 #   steps.sh build     build the agent image from the checkout (or pull the given `image`)
 #   steps.sh runner    find the runner image: local, else pulled, else built from the action's Dockerfile
 #   steps.sh run       run the journeys in the runner image against the agent image
@@ -358,6 +358,7 @@ step_prepare() {
     copy_run_files "$work"
     set_output work "$work"
     set_output result-path "$result"
+    set_output html-path "${result%.json}.html"
     set_output agent-image "$image"
     say "work folder $work; result.json goes to $result"
 }
@@ -450,6 +451,7 @@ step_run() {
     name="acp-journeys-runner-${name,,}"
     local cli=(run --image "$ACPJ_AGENT_IMAGE" --output "$produced" "${JOURNEY_ARGS[@]}")
     [ -z "${GITHUB_SHA:-}" ] || cli+=(--subject-sha "$GITHUB_SHA")
+    cli+=(--html "${produced%.json}.html")  # the HTML report, uploaded beside result.json
     if is_true network "${ACPJ_NETWORK:-false}"; then cli+=(--network); fi
     if is_true model-stub "${ACPJ_MODEL_STUB:-false}"; then cli+=(--model-stub); fi
     [ -z "${ACPJ_DOCS_URL:-}" ] || cli+=(--docs-url "$ACPJ_DOCS_URL")
@@ -463,7 +465,7 @@ step_run() {
         cli+=(--env "$name_")  # NAME alone: the runner reads the value from its environment
     done
     cli+=("${LOGIN_ARGS[@]}" -- "${ARGV[@]}")
-    rm -f "$produced"
+    rm -f "$produced" "${produced%.json}.html"
 
     # In the background, waited for, so that a cancelled job's SIGTERM reaches the journeys
     # (which then stop cleanly, remove their containers and write a partial result.json). The
@@ -491,6 +493,10 @@ step_run() {
     set_output exit-code "$code"
     if [ -f "$produced" ] && [ "$produced" != "$ACPJ_RESULT_PATH" ]; then
         cp -- "$produced" "$ACPJ_RESULT_PATH"
+    fi
+    local html=${produced%.json}.html
+    if [ -f "$html" ] && [ -n "${ACPJ_HTML_PATH:-}" ] && [ "$html" != "$ACPJ_HTML_PATH" ]; then
+        cp -- "$html" "$ACPJ_HTML_PATH"
     fi
     case $code in
     0 | 1) return 0 ;;  # a verdict; the gate step decides what a failure means for the job
@@ -540,6 +546,7 @@ step_report() {
         [ -z "${!var:-}" ] || env_opts+=(-e "$var")
     done
     local cli=(report "$work/result.json" --github --check-name "${ACPJ_CHECK_NAME:-ACP journeys}")
+    [ -z "${ACPJ_ARTIFACT_URL:-}" ] || cli+=(--artifact-url "$ACPJ_ARTIFACT_URL")  # of the HTML report
     [ -z "${ACPJ_DOCS_URL:-}" ] || cli+=(--docs-url "$ACPJ_DOCS_URL")
     baseline_args "$work"
     cli+=("${BASELINE_ARGS[@]}")

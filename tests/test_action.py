@@ -106,11 +106,14 @@ def test_no_run_step_holds_an_expression() -> None:
 def test_action_steps_order_and_conditions() -> None:
     steps = load_yaml(ROOT / "action.yml")["runs"]["steps"]
     ids = [s.get("id") or s.get("uses") for s in steps]
-    assert ids == ["prepare", "build", "runner", "run", "report", "actions/upload-artifact@v4", "gate"]
-    by = {s.get("id") or "upload": s for s in steps}
+    assert ids == ["prepare", "build", "runner", "run", "upload", "report", "gate"]
+    by = {s.get("id"): s for s in steps}
     assert by["report"]["if"] == "always()" and by["gate"]["if"] == "always()"
-    assert by["upload"]["if"].startswith("always()")
-    assert by["upload"]["with"]["path"] == "${{ steps.prepare.outputs.result-path }}"
+    assert by["upload"]["if"].startswith("always()") and by["upload"]["uses"] == "actions/upload-artifact@v4"
+    # result.json and the HTML report beside it, in one artifact that the report's summaries link.
+    assert by["upload"]["with"]["path"].splitlines() == ["${{ steps.prepare.outputs.result-path }}",
+                                                          "${{ steps.prepare.outputs.html-path }}"]
+    assert by["report"]["env"]["ACPJ_ARTIFACT_URL"] == "${{ steps.upload.outputs.artifact-url }}"
     assert by["upload"]["with"]["name"] == "${{ inputs.artifact-name }}"
 
 
@@ -217,6 +220,7 @@ elif args[:1] == ["run"]:
         out = cli[cli.index("--output") + 1]
         if os.environ.get("FAKE_DOCKER_WRITE_RESULT", "1") == "1":
             open(out, "w").write('{{"fake": true}}')
+            open(cli[cli.index("--html") + 1], "w").write("<!DOCTYPE html>fake")
         code = int(os.environ.get("FAKE_DOCKER_RUN_EXIT", "0"))
     elif cli[:1] == ["verify"]:
         code = int(os.environ.get("FAKE_DOCKER_VERIFY_EXIT", "0"))
@@ -286,7 +290,8 @@ class FakeSteps:
         out = self("prepare", ACPJ_AGENT_COMMAND="agent --acp", **env)
         assert out.code == 0, out.log
         return {"ACPJ_WORK": out.outputs["work"], "ACPJ_RESULT_PATH": out.outputs["result-path"],
-                "ACPJ_AGENT_IMAGE": "agent:test", "ACPJ_RUNNER_IMAGE": "runner:test"}
+                "ACPJ_HTML_PATH": out.outputs["html-path"], "ACPJ_AGENT_IMAGE": "agent:test",
+                "ACPJ_RUNNER_IMAGE": "runner:test"}
 
 
 @pytest.fixture
@@ -302,10 +307,12 @@ def test_prepare_makes_the_work_folder_and_the_agent_image_name(fake: FakeSteps)
     work = Path(out.outputs["work"])
     assert work.is_dir() and work.parent == fake.temp
     assert out.outputs["result-path"] == str(work / "result.json")
+    assert out.outputs["html-path"] == str(work / "result.html")
     assert out.outputs["agent-image"].startswith(f"acp-journeys-agent:{SHA[:12]}-")
     assert out.calls == []  # nothing reaches docker before the build step
     custom = fake("prepare", ACPJ_AGENT_COMMAND="agent", ACPJ_RESULT_PATH="out/result.json", ACPJ_IMAGE="mine:1")
     assert custom.outputs["result-path"] == str(fake.workspace / "out" / "result.json")
+    assert custom.outputs["html-path"] == str(fake.workspace / "out" / "result.html")
     assert (fake.workspace / "out").is_dir() and custom.outputs["agent-image"] == "mine:1"
 
 
@@ -372,6 +379,7 @@ def test_run_turns_the_inputs_into_options(fake: FakeSteps) -> None:
         "turn-to-end", "image-and-file", "stop-running-turn"]
     assert "--network" in head and "--model-stub" in head and head[head.index("--subject-sha") + 1] == SHA
     assert head[head.index("--docs-url") + 1] == "https://example.test/doc"
+    assert head[head.index("--html") + 1] == f"{env['ACPJ_WORK']}/result.html"
     assert [head[i + 1] for i, a in enumerate(head) if a == "--env"] == ["API_KEY", "FROM_STEP"]
     assert [head[i + 1] for i, a in enumerate(head) if a == "--login"] == [
         f"{fake.workspace}/auth.json:/root/.config/agent/auth.json", f"{fake.base['HOME']}/.agentrc"]
@@ -454,6 +462,7 @@ def test_run_exit_codes(fake: FakeSteps, exit_code: int, step_code: int) -> None
         assert "the journeys did not run (exit 2)" in out.log and not copied.exists()
     else:
         assert copied.read_text() == '{"fake": true}'  # where the upload step takes it
+        assert (fake.workspace / "reports" / "result.html").read_text() == "<!DOCTYPE html>fake"
     if exit_code == 143:
         assert "result.json is partial" in out.log
 
@@ -545,11 +554,13 @@ def test_report_shares_the_github_files_and_never_fails(fake: FakeSteps) -> None
     event.write_text("{}")
     out = fake("report", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test",
                ACPJ_CHECK_NAME="My check", GITHUB_STEP_SUMMARY=str(summary), GITHUB_EVENT_PATH=str(event),
-               GITHUB_TOKEN=TOKEN, GITHUB_REPOSITORY="o/r", GITHUB_API_URL="http://127.0.0.1:1")
+               GITHUB_TOKEN=TOKEN, GITHUB_REPOSITORY="o/r", GITHUB_API_URL="http://127.0.0.1:1",
+               ACPJ_ARTIFACT_URL="https://github.example.test/o/r/actions/runs/1/artifacts/2")
     assert out.code == 0, out.log
     [call] = out.call("run")
     argv = call["argv"]
-    assert call["cli"] == ["report", f"{env['ACPJ_WORK']}/result.json", "--github", "--check-name", "My check"]
+    assert call["cli"] == ["report", f"{env['ACPJ_WORK']}/result.json", "--github", "--check-name", "My check",
+                           "--artifact-url", "https://github.example.test/o/r/actions/runs/1/artifacts/2"]
     assert f"{summary}:{summary}:rw" in argv and f"{event}:{event}:ro" in argv and summary.exists()
     assert argv[argv.index("--network") + 1] == "host"
     assert call["env"]["GITHUB_TOKEN"] == TOKEN and TOKEN not in argv
@@ -640,10 +651,13 @@ def _check_common(run, api: FakeGitHub, *, verdict: str, check_name: str,  # typ
                            capture_output=True, text=True)
     assert label.stdout.strip() == SHA, label.stderr
     assert steps["runner"].outputs["runner-image"] == RUNNER_IMAGE
-    # result.json is where the upload step takes it.
+    # result.json and the HTML report are where the upload step takes them.
     upload = next(s for s in run.steps if s.uses == "actions/upload-artifact@v4")
-    assert upload.ran and upload.with_["path"] == run.outputs["result-path"]
-    result = json.loads(Path(upload.with_["path"]).read_text())
+    result_path, html_path = upload.with_["path"].splitlines()
+    assert upload.ran and result_path == run.outputs["result-path"]
+    assert html_path == result_path.removesuffix(".json") + ".html"
+    result = json.loads(Path(result_path).read_text())
+    assert f"ACP journeys: {verdict.upper()}" in Path(html_path).read_text()
     assert result["verdict"] == verdict
     assert result["subject"] == {"sha": SHA, "image": image}
     assert result["launch"]["kind"] == "docker" and result["launch"]["env"] == ["AGENT_SECRET"]
@@ -661,7 +675,8 @@ def _check_common(run, api: FakeGitHub, *, verdict: str, check_name: str,  # typ
     assert payload["conclusion"] == ("success" if verdict == "pass" else "failure")
     assert payload["details_url"] == "https://github.example.test/o/agent/actions/runs/42"
     # The agent's secret is nowhere: not in result.json, the logs, the summary or the outputs.
-    everything = Path(upload.with_["path"]).read_text() + run.log + run.summary + json.dumps(run.outputs)
+    everything = (Path(result_path).read_text() + Path(html_path).read_text() + run.log + run.summary
+                  + json.dumps(run.outputs))
     assert "hunter2-secret-value" not in everything and TOKEN not in run.log
     return result
 

@@ -58,6 +58,7 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     "garbage-stdout": {},
     "stderr-flood": {},
     "huge-chunk": {},
+    "hostile-text": {},  # markup in the reply and on stderr: a fixture for the reports' escaping
     "oversized-line": {},
     # It never answers a prompt, but answers session/cancel at once (with cancelled).
     "asks-client-fs": {},

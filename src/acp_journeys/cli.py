@@ -91,10 +91,13 @@ def _parser() -> argparse.ArgumentParser:
                         help="also fail when the result belongs to another commit or agent image")
     _add_report_options(verify)
 
-    report = sub.add_parser("report", help="publish a result.json (a GitHub check run and job summary)")
+    report = sub.add_parser("report", help="publish a result.json (a GitHub check run and job summary, an HTML page)")
     report.add_argument("path")
-    report.add_argument("--github", action="store_true", required=True,
+    report.add_argument("--github", action="store_true",
                         help="post a check run and write the job summary and step outputs")
+    report.add_argument("--html", metavar="OUT", help="write the self-contained HTML report of the result")
+    report.add_argument("--artifact-url", metavar="URL",
+                        help="with --github: the artifact that holds the HTML report, linked from the summaries")
     report.add_argument("--token", help="the GitHub token (default: $GITHUB_TOKEN)")
     report.add_argument("--check-name", default="ACP journeys")
     report.add_argument("--docs-url", default=None, help="the base of failure links (default: the result's)")
@@ -114,6 +117,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_report_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--junit", metavar="PATH", help="also write a JUnit XML report")
+    parser.add_argument("--html", metavar="OUT", help="also write a self-contained HTML report with a timeline "
+                                                      "of each journey")
     parser.add_argument("--baseline", metavar="FILE",
                         help="expected failures (YAML): pass when only these fail; a stale entry fails")
 
@@ -357,6 +362,8 @@ def _publish(result, args: argparse.Namespace, baseline) -> int:
 
         write_junit(result, args.junit, docs_url=result.docs_url, baseline=outcome)
         print(f"junit: {args.junit}")
+    if args.html and not _write_html(result, args.html, result.docs_url, outcome):
+        return EXIT_USAGE
     ours = [j.id for j in result.journeys if any(f.id == "runner-error" for f in j.failures)]
     if ours:
         # Our own failure is no finding about the agent: a gate must not blame the agent for it.
@@ -364,6 +371,18 @@ def _publish(result, args: argparse.Namespace, baseline) -> int:
               "the agent); see runner_error in the result", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_PASS if verdict == "pass" else EXIT_FAIL
+
+
+def _write_html(result, path: str, docs_url: str, outcome) -> bool:
+    from acp_journeys.report.html import write_html
+
+    try:
+        write_html(result, path, docs_url=docs_url, baseline=outcome)
+    except OSError as exc:
+        print(f"acp-journeys: error: cannot write the HTML report {path}: {exc.strerror or exc}", file=sys.stderr)
+        return False
+    print(f"html: {path}")
+    return True
 
 
 async def _execute(run) -> tuple[object, int | None]:
@@ -419,6 +438,8 @@ def _report(args: argparse.Namespace) -> int:
     from acp_journeys.report import result_json
     from acp_journeys.report.github import report_github
 
+    if not args.github and not args.html:
+        raise UsageError("report: say what to make: --github, --html OUT, or both")
     try:
         result = result_json.read(args.path)
     except result_json.ResultFileError as exc:
@@ -432,9 +453,13 @@ def _report(args: argparse.Namespace) -> int:
         from acp_journeys.baseline import apply_baseline
 
         outcome = apply_baseline(result, baseline)
+    if args.html and not _write_html(result, args.html, args.docs_url or result.docs_url, outcome):
+        return EXIT_USAGE
+    if not args.github:
+        return EXIT_PASS
     report = report_github(result, env=os.environ, token=args.token or os.environ.get("GITHUB_TOKEN"),
                            docs_url=args.docs_url or result.docs_url, check_name=args.check_name,
-                           baseline=outcome, result_path=args.path)
+                           baseline=outcome, result_path=args.path, artifact_url=args.artifact_url)
     for warning in report.warnings:
         print(f"::warning::{warning}")
     if report.check_url:

@@ -53,6 +53,9 @@ thing and nothing else):
   garbage-stdout           writes the line `this is not json` before every response
   stderr-flood             writes 30 MB to stderr at startup
   huge-chunk               the REPLY turn's one chunk is the token and 4 MB of filler
+  hostile-text             the REPLY turn's reply and the agent's stderr hold markup around the
+                           token (`<script>`, `</textarea>`, a `javascript:` link): it passes
+                           every journey; a fixture for the escaping of the reports
   oversized-line           prints one 20 MB line of `x` before the initialize answer
   hang-turn                never answers session/prompt (still exits on stdin EOF)
   shared-daemon            keeps a daemon at $TMPDIR/acp-reference-agent-daemon.sock that all its
@@ -85,6 +88,10 @@ import zlib
 from pathlib import Path
 
 AGENT_NAME = "acp-journeys-reference-agent"
+# Markup that a report must show as text (the hostile-text defect).
+HOSTILE_TEXT = ('<script>document.title="pwned"</script></textarea></pre></code>-->]]>'
+                '<a href="javascript:alert(1)">click me</a><img src=x onerror="document.title=1">'
+                "[md](javascript:alert(2)) &amp; \u202e")
 MCP_PROTOCOL_VERSION = "2025-06-18"
 
 DEFECTS = frozenset(
@@ -92,7 +99,7 @@ DEFECTS = frozenset(
     leave-daemon no-chunks wrong-reply no-load-session load-error forget-on-restart
     no-image-capability colour-blind slow-cancel ignore-cancel cancel-end-turn no-tool-call
     leave-sleep no-modes config-option-mode set-mode-error ignore-mcp wrong-plan-title
-    skip-get-plan no-plan-id-reply plan-writes-file no-touch crash-mid-turn no-initialize-answer
+    skip-get-plan no-plan-id-reply plan-writes-file no-touch crash-mid-turn no-initialize-answer hostile-text
     garbage-stdout stderr-flood huge-chunk oversized-line hang-turn asks-client-fs
     reply-after-answer memory-hog fork-bomb shared-daemon""".split()
 )
@@ -853,12 +860,22 @@ class Agent:
         return "I do not know the word."
 
     def do_reply(self, turn: Turn, match, images) -> str:
+        if self.broken("hostile-text"):
+            return self.hostile_reply(match.group("token"))
         if self.broken("wrong-reply"):
             return "something else"
         if self.broken("huge-chunk"):
             filler = " lorem ipsum" * (4 * 1024 * 1024 // len(" lorem ipsum") + 1)
             return match.group("token") + filler
         return match.group("token")
+
+    def hostile_reply(self, token: str) -> str:
+        """The token between two copies of HOSTILE_TEXT (with huge-chunk: then 4 MB of filler)."""
+        log(f"about to reply: {HOSTILE_TEXT}")
+        reply = f"{HOSTILE_TEXT} {token} {HOSTILE_TEXT}"
+        if self.broken("huge-chunk"):
+            reply += " lorem ipsum" * (4 * 1024 * 1024 // len(" lorem ipsum") + 1)
+        return reply
 
     def do_read_and_look(self, turn: Turn, match, images) -> str:
         word = self.read_file(turn, match.group("path"))
