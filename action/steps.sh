@@ -36,8 +36,23 @@ escape_data() {
     printf '%s' "${s//$'\n'/'%0A'}"
 }
 say() { printf 'acp-journeys: %s\n' "$(escape_data "$*")"; }
-warn() { printf '::warning::%s\n' "$(escape_data "$*")"; }
-error() { printf '::error::%s\n' "$(escape_data "$*")"; }
+warn() { resume_commands; printf '::warning::%s\n' "$(escape_data "$*")"; }
+error() { resume_commands; printf '::error::%s\n' "$(escape_data "$*")"; }
+
+# Output that may hold the agent's text (its image build, the journeys, the verdict table) goes
+# between these two: GitHub's runner then acts on no workflow command in it. The token is random
+# and printed only here, so nothing inside can end the pause; our own warn/error end it first.
+STOP_TOKEN=""
+pause_commands() {
+    resume_commands
+    STOP_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+    printf '::stop-commands::%s\n' "$STOP_TOKEN"
+}
+resume_commands() {
+    [ -n "$STOP_TOKEN" ] || return 0
+    printf '::%s::\n' "$STOP_TOKEN"
+    STOP_TOKEN=""
+}
 die() { error "$*"; exit 2; }
 
 set_output() {
@@ -274,8 +289,10 @@ step_build() {
     [ -z "${GITHUB_SHA:-}" ] || labels=(--label "org.opencontainers.image.revision=$GITHUB_SHA")
     say "building the agent image $ACPJ_AGENT_IMAGE from $dockerfile (context $context)"
     local start=$SECONDS
+    pause_commands  # the agent's Dockerfile prints what it likes
     docker build "${BUILD_ARGS[@]}" "${labels[@]}" -f "$dockerfile" -t "$ACPJ_AGENT_IMAGE" "$context" \
         || die "the agent image did not build: see the docker build output above"
+    resume_commands
     say "built $ACPJ_AGENT_IMAGE in $((SECONDS - start)) s"
 }
 
@@ -356,6 +373,7 @@ step_run() {
     # NAME=VALUE lines of the env input are set in the docker client's environment only (the
     # subshell that becomes docker), never on a command line.
     RUNNER_NAME=$name
+    pause_commands
     trap 'docker kill --signal TERM "$RUNNER_NAME" >/dev/null 2>&1 || true' TERM INT
     (
         for ((i = 0; i < ${#ENV_SET[@]}; i += 2)); do
@@ -373,6 +391,7 @@ step_run() {
         wait "$pid" || code=$?
     done
     trap - TERM INT
+    resume_commands
     rm -rf -- "$MCP_DIR" || true
     set_output exit-code "$code"
     if [ -f "$produced" ] && [ "$produced" != "$ACPJ_RESULT_PATH" ]; then
@@ -454,7 +473,9 @@ step_gate() {
         return 0
         ;;
     1)
+        pause_commands
         cat "$work/verify.log"
+        resume_commands
         if is_true fail-on-failure "${ACPJ_FAIL_ON_FAILURE:-true}"; then
             error "ACP journeys failed (${ACPJ_FAILED:-some} failed, ${ACPJ_PASSED:-?} passed): see the job summary"
             exit 1
@@ -463,6 +484,7 @@ step_gate() {
         return 0
         ;;
     *)
+        pause_commands
         cat "$work/verify.log"
         error "result.json could not be judged (exit $code)"
         exit 2
@@ -472,6 +494,7 @@ step_gate() {
 
 main() {
     set -f  # no globbing of unquoted words anywhere
+    trap resume_commands EXIT
     case "${1:-}" in
     prepare) step_prepare ;;
     build) step_build ;;

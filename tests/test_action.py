@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from action_harness import CompositeAction, job_env, parse_github_output
+from action_harness import CompositeAction, job_env, parse_github_output, workflow_commands
 from fake_github import FakeGitHub, serve
 from ruamel.yaml import YAML
 
@@ -542,7 +542,7 @@ def _agent_repo(workspace: Path) -> None:
 def _run_action(tmp_path: Path, api: FakeGitHub, inputs: dict[str, str],  # type: ignore[no-untyped-def]
                 event_name: str = "push"):
     workspace, temp = tmp_path / "workspace", tmp_path / "runner-temp"
-    workspace.mkdir()
+    workspace.mkdir(exist_ok=True)  # a test may put files of its own there first
     temp.mkdir()
     _agent_repo(workspace)
     event = tmp_path / "event.json"
@@ -698,6 +698,69 @@ def test_end_to_end_a_cancelled_run_stops_the_journeys_cleanly(engine_images: No
         assert _agent_containers(image) == []
     finally:
         _cleanup_image(image)
+
+
+FORGED = "\n::error title=Forged::forged by the agent\n::add-mask::journeys\n::stop-commands::forged\n::warning::forged\n"
+
+# The reference agent, with workflow commands on lines of their own in its mode ids and names,
+# its tool titles, its stderr and the command line of a process it leaves behind.
+HOSTILE_TEXT_AGENT = f"""
+import subprocess, sys
+sys.path.insert(0, "/agent")
+import reference_agent as ra
+FORGED = {FORGED!r}
+ra.MODES[:] = [{{"id": "default" + FORGED, "name": "Default" + FORGED}}, {{"id": "ask" + FORGED, "name": "Ask"}}]
+new_tool_call = ra.Agent.new_tool_call
+ra.Agent.new_tool_call = lambda self, turn, title, *rest: new_tool_call(self, turn, title + FORGED, *rest)
+sys.stderr.write("starting" + FORGED)
+subprocess.Popen(["python3", "-c", "import time; time.sleep(300)", "left" + FORGED], start_new_session=True, stdin=subprocess.DEVNULL,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+ra.main()
+"""
+
+HOSTILE_DOCKERFILE = """ARG BASE_IMAGE
+FROM ${BASE_IMAGE}
+COPY src/acp_journeys/bundled/reference_agent.py /agent/reference_agent.py
+COPY hostile/agent.py /agent/hostile_agent.py
+ENV ACP_REFERENCE_AGENT_STATE=/tmp/acp-reference-agent
+RUN printf '::error title=Forged::forged by the Dockerfile\\n::add-mask::journeys\\n'
+"""
+
+
+def test_end_to_end_agent_text_starts_no_workflow_command(engine_images: None, tmp_path: Path,
+                                                         github_api: FakeGitHub) -> None:
+    """Whatever the agent prints (mode ids, tool titles, stderr, leftover command lines, its
+    Dockerfile's output), GitHub's runner reads no workflow command of the agent's in the log."""
+    workspace = tmp_path / "workspace"
+    hostile = workspace / "hostile"
+    hostile.mkdir(parents=True)
+    (hostile / "agent.py").write_text(HOSTILE_TEXT_AGENT)
+    (hostile / "Dockerfile").write_text(HOSTILE_DOCKERFILE)
+    run, _ = _run_action(tmp_path, github_api, {
+        "agent-command": "python3 /agent/hostile_agent.py",
+        "dockerfile": "hostile/Dockerfile",
+        "build-args": f"BASE_IMAGE={BASE_IMAGE}",
+        "journeys": "plan-turn-saved-plan",
+    })
+    try:
+        result = json.loads(Path(run.outputs["result-path"]).read_text())
+        [journey] = result["journeys"]
+        ids = {f["id"] for f in journey["failures"]}
+        assert {"no-plan-mode", "process-left"} <= ids, journey["failures"]
+        # The agent's text did reach the log: the failure details quote it.
+        assert "forged by the agent" in run.step("run").log and "forged by the Dockerfile" in run.step("build").log
+        for step in run.steps:
+            commands = workflow_commands(step.log)
+            for command in commands:
+                assert "forged" not in command.lower() and not command.startswith("::add-mask::"), (step.id, commands)
+            pauses = [c for c in commands if c.startswith("::stop-commands::")]
+            for pause in pauses:
+                token = pause.removeprefix("::stop-commands::")
+                assert len(token) == 32 and f"::{token}::" in commands, (step.id, commands)
+        assert any(c.startswith("::stop-commands::") for c in workflow_commands(run.step("run").log))
+        assert "::error::ACP journeys failed" in "\n".join(workflow_commands(run.step("gate").log))
+    finally:
+        _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
 
 
 def _agent_containers(image: str) -> list[str]:
