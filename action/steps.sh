@@ -4,10 +4,12 @@
 #
 #   steps.sh prepare   check every input, make the work folder; outputs work, result-path, agent-image
 #   steps.sh build     build the agent image from the checkout (or pull the given `image`)
-#   steps.sh runner    find the runner image: local, else pulled, else built from the action's Dockerfile
+#   steps.sh runner    find the runner image: the input's (local, else pulled), else the release's
+#                      digest or the ref's tag (always pulled), else built from the action's Dockerfile
 #   steps.sh run       run the journeys in the runner image against the agent image
 #   steps.sh report    post the check run, write the job summary and the step outputs
 #   steps.sh gate      fail when a journey failed and fail-on-failure is true
+#   steps.sh cleanup   remove every container, volume and network of this job's run (always runs)
 #
 # Rules of this script:
 # - Inputs come only as environment variables (ACPJ_*), never spliced into code; nothing is
@@ -16,16 +18,21 @@
 #   xargs: no variables, globs or substitutions.
 # - Values of the `env` input are secrets: they reach the runner container through the docker
 #   client's environment (`-e NAME`), never through a command line, and are never printed.
-# - The runner container shares the engine's socket and the work folder, mounted at the same path
-#   inside, so that paths mean the same on both sides and the agent containers that the runner
-#   makes can bind its MCP sockets (ACP_JOURNEYS_SHARED_DIR). It runs as the calling user, so
-#   what it writes stays the user's.
+# - The runner container shares the work folder, mounted at the same path inside, so that paths
+#   mean the same on both sides; only the run step's container also gets the engine's socket, so
+#   that the agent containers that it makes can bind its MCP sockets (ACP_JOURNEYS_SHARED_DIR).
+#   The report and gate steps read result.json, which the agent may have shaped: they get no
+#   socket, and the report step the host's network only when the GitHub API is on loopback.
+#   Every runner container runs as the calling user (what it writes stays the user's), with a
+#   memory and a pids limit, and labels what it makes with its own name (the cleanup step's key).
 # - Exit codes: 0, or 1 for a failed gate, or 2 for bad inputs and a run that could not be done.
 set -euo pipefail
 
 DEFAULT_RUNNER_REPO="rondar/acp-journeys"
 RUNNER_REGISTRY="ghcr.io"
 LOCAL_RUNNER_TAG="acp-journeys/runner:action-build"
+RUNNER_MEMORY=2g  # the runner's peak is about 100 MiB; bodies it may hold are bounded below 100 MiB each
+RUNNER_PIDS=1024
 
 # --- output ----------------------------------------------------------------------------------
 
@@ -207,17 +214,26 @@ docker_socket() {
     [ -S "$SOCK" ] || die "no Docker engine socket at $SOCK: this action needs a runner with Docker (ubuntu-latest has it)"
 }
 
-# RUNNER_ARGS=(the docker run options common to every runner container)
+# RUNNER_ARGS=(the docker run options common to every runner container); `socket` as $2: with
+# the engine's socket (the run step only).
 runner_args() {
-    local work=$1
-    docker_socket
-    RUNNER_ARGS=(--rm --init --label acp-journeys.action=1
-        -v "$SOCK:/var/run/docker.sock" -v "$work:$work" -w "$work")
-    if [ "$(id -u)" != 0 ]; then
-        # The calling user, so that files written in the work folder and the GitHub files stay
-        # theirs; the socket's group, so that this user can reach the engine.
-        RUNNER_ARGS+=(--user "$(id -u):$(id -g)" --group-add "$(stat -c %g "$SOCK")")
+    local work=$1 socket=${2:-}
+    RUNNER_ARGS=(--rm --init --label acp-journeys.action=1 --memory "$RUNNER_MEMORY" --memory-swap "$RUNNER_MEMORY"
+        --pids-limit "$RUNNER_PIDS" -v "$work:$work" -w "$work")
+    # The calling user, so that files written in the work folder and the GitHub files stay theirs.
+    [ "$(id -u)" = 0 ] || RUNNER_ARGS+=(--user "$(id -u):$(id -g)")
+    if [ "$socket" = socket ]; then
+        docker_socket
+        RUNNER_ARGS+=(-v "$SOCK:/var/run/docker.sock")
+        # The socket's group, so that this user can reach the engine.
+        [ "$(id -u)" = 0 ] || RUNNER_ARGS+=(--group-add "$(stat -c %g "$SOCK")")
     fi
+}
+
+# The run step's runner container: its name, and the owner label of all it makes.
+runner_name() {
+    local suffix=${1##*.}
+    printf 'acp-journeys-runner-%s' "${suffix,,}"
 }
 
 need() {
@@ -311,15 +327,34 @@ published_runner() {
     printf '%s/%s:%s' "$RUNNER_REGISTRY" "${repo,,}" "$ref"
 }
 
+# The runner image that the release wrote into this copy of the action (action/runner-image):
+# IMAGE@sha256:DIGEST, or nothing in a copy that no release made (a branch, `uses: ./`).
+pinned_runner() {
+    local file=${ACPJ_ACTION_PATH:-}/action/runner-image line
+    [ -f "$file" ] || return 0
+    line=$(grep -v '^#' "$file" | head -n 1 | tr -d '[:space:]') || true
+    [ -n "$line" ] || return 0
+    [[ $line =~ ^[a-z0-9][a-z0-9./_-]*@sha256:[0-9a-f]{64}$ ]] || die "action/runner-image holds '$line', not IMAGE@sha256:DIGEST"
+    printf '%s' "$line"
+}
+
 step_runner() {
     local candidate=${ACPJ_RUNNER_IMAGE:-}
-    [ -n "$candidate" ] || candidate=$(published_runner)
     if [ -n "$candidate" ]; then
+        # The workflow's own choice: a local image of that name is what it means.
         if docker image inspect "$candidate" >/dev/null 2>&1; then
             say "runner image $candidate (already here)"
             set_output runner-image "$candidate"
             return 0
         fi
+    else
+        candidate=$(pinned_runner)
+        # By digest, when the release wrote one; else the published tag of the action's ref. Either
+        # way pulled, never taken from a local image that merely has the same tag (anyone who
+        # could run a container on this machine could have made that).
+        [ -n "$candidate" ] || candidate=$(published_runner)
+    fi
+    if [ -n "$candidate" ]; then
         say "pulling the runner image $candidate"
         if docker pull --quiet "$candidate"; then
             set_output runner-image "$candidate"
@@ -347,14 +382,18 @@ step_run() {
     parse_logins "${ACPJ_LOGIN:-}"
     local work=$ACPJ_WORK
     local produced=$work/result.json
-    runner_args "$work"
+    runner_args "$work" socket
     # The MCP sockets of the journeys: in a short host path of their own (a Unix socket's path has
     # a bound of about 100 bytes, which a runner's temp folder can come near), shared as it is.
+    # Noted in the work folder, so that the cleanup step finds it after a killed run too.
     MCP_DIR=$(mktemp -d /tmp/acpj.XXXXXX)
     chmod 755 "$MCP_DIR"
+    printf '%s\n' "$MCP_DIR" >"$work/mcp-dir"
     RUNNER_ARGS+=(-v "$MCP_DIR:$MCP_DIR")
-    local name=${work##*.}
-    name="acp-journeys-runner-${name,,}"
+    local name
+    name=$(runner_name "$work")
+    # Everything the runner makes is labelled with this owner: the cleanup step removes it all.
+    RUNNER_ARGS+=(--label "acp-journeys.owner=container:$name" -e "ACP_JOURNEYS_OWNER=container:$name")
     local cli=(run --image "$ACPJ_AGENT_IMAGE" --output "$produced" "${JOURNEY_ARGS[@]}")
     [ -z "${GITHUB_SHA:-}" ] || cli+=(--subject-sha "$GITHUB_SHA")
     if is_true network "${ACPJ_NETWORK:-false}"; then cli+=(--network); fi
@@ -446,9 +485,17 @@ step_report() {
     done
     local cli=(report "$work/result.json" --github --check-name "${ACPJ_CHECK_NAME:-ACP journeys}")
     [ -z "${ACPJ_DOCS_URL:-}" ] || cli+=(--docs-url "$ACPJ_DOCS_URL")
-    # The host's network: the GitHub API (or a stand-in on loopback) is reached as from the job.
+    # The host's network only for an API on loopback (a stand-in, or a proxy of the runner's);
+    # else the default bridge, which reaches what the job reaches.
+    local network=bridge api_host=${GITHUB_API_URL:-https://api.github.com}
+    api_host=${api_host#*://}
+    api_host=${api_host%%/*}
+    api_host=${api_host##*@}
+    case $api_host in
+    localhost | localhost:* | 127.* | "[::1]" | "[::1]:"*) network=host ;;
+    esac
     local code=0
-    docker run "${RUNNER_ARGS[@]}" --network host "${FILE_MOUNTS[@]}" "${FILE_ENV[@]}" "${env_opts[@]}" \
+    docker run "${RUNNER_ARGS[@]}" --network "$network" "${FILE_MOUNTS[@]}" "${FILE_ENV[@]}" "${env_opts[@]}" \
         "$ACPJ_RUNNER_IMAGE" "${cli[@]}" || code=$?
     [ "$code" = 0 ] || warn "the report did not run (exit $code): no check run or job summary; the gate still judges result.json"
     return 0
@@ -492,6 +539,38 @@ step_gate() {
     esac
 }
 
+# Whatever this job's run left, also when the runner was killed: the runner container, every
+# container, volume and network labelled with its name, and the folder of the MCP sockets. That
+# folder is removed by a root container of ours when the job's user cannot (nothing of an agent's
+# should be in it: agents see it read-only). Never fails the job.
+step_cleanup() {
+    local work=${ACPJ_WORK:-}
+    [ -n "$work" ] || return 0
+    local name owner ids
+    name=$(runner_name "$work")
+    owner="label=acp-journeys.owner=container:$name"
+    docker rm -f "$name" >/dev/null 2>&1 || true
+    ids=$(docker ps -aq --filter "$owner" 2>/dev/null) || ids=""
+    # shellcheck disable=SC2086  # one id a word
+    [ -z "$ids" ] || docker rm -f $ids >/dev/null 2>&1 || warn "could not remove the containers of $name"
+    ids=$(docker volume ls -q --filter "$owner" 2>/dev/null) || ids=""
+    # shellcheck disable=SC2086
+    [ -z "$ids" ] || docker volume rm -f $ids >/dev/null 2>&1 || warn "could not remove the volumes of $name"
+    ids=$(docker network ls -q --filter "$owner" 2>/dev/null) || ids=""
+    # shellcheck disable=SC2086
+    [ -z "$ids" ] || docker network rm $ids >/dev/null 2>&1 || warn "could not remove the networks of $name"
+    local dir=""
+    [ ! -f "$work/mcp-dir" ] || dir=$(head -n 1 "$work/mcp-dir")
+    if [[ $dir == /tmp/acpj.* ]] && [ -d "$dir" ] && ! rm -rf -- "$dir" 2>/dev/null; then
+        if [ -n "${ACPJ_RUNNER_IMAGE:-}" ]; then
+            docker run --rm --network none --user 0 --entrypoint find -v "$dir:/purge" "$ACPJ_RUNNER_IMAGE" \
+                /purge -mindepth 1 -delete >/dev/null 2>&1 || true
+        fi
+        rm -rf -- "$dir" 2>/dev/null || warn "could not remove $dir"
+    fi
+    return 0
+}
+
 main() {
     set -f  # no globbing of unquoted words anywhere
     trap resume_commands EXIT
@@ -502,8 +581,9 @@ main() {
     run) step_run ;;
     report) step_report ;;
     gate) step_gate ;;
+    cleanup) step_cleanup ;;
     *)
-        printf 'usage: %s prepare|build|runner|run|report|gate\n' "$0" >&2
+        printf 'usage: %s prepare|build|runner|run|report|gate|cleanup\n' "$0" >&2
         exit 2
         ;;
     esac

@@ -104,9 +104,9 @@ def test_no_run_step_holds_an_expression() -> None:
 def test_action_steps_order_and_conditions() -> None:
     steps = load_yaml(ROOT / "action.yml")["runs"]["steps"]
     ids = [s.get("id") or s.get("uses") for s in steps]
-    assert ids == ["prepare", "build", "runner", "run", "report", "actions/upload-artifact@v4", "gate"]
+    assert ids == ["prepare", "build", "runner", "run", "report", "actions/upload-artifact@v4", "gate", "cleanup"]
     by = {s.get("id") or "upload": s for s in steps}
-    assert by["report"]["if"] == "always()" and by["gate"]["if"] == "always()"
+    assert by["report"]["if"] == "always()" and by["gate"]["if"] == "always()" and by["cleanup"]["if"] == "always()"
     assert by["upload"]["if"].startswith("always()")
     assert by["upload"]["with"]["path"] == "${{ steps.prepare.outputs.result-path }}"
     assert by["upload"]["with"]["name"] == "${{ inputs.artifact-name }}"
@@ -360,6 +360,10 @@ def test_run_turns_the_inputs_into_options(fake: FakeSteps) -> None:
     opts = argv[:argv.index("runner:test")]
     assert opts[opts.index("--network") + 1] == "none"
     assert f"{fake.sock_dir}/d.sock:/var/run/docker.sock" in opts
+    # Bounded, and the owner of all it makes (the key of the cleanup step).
+    assert opts[opts.index("--memory") + 1] == "2g" and opts[opts.index("--pids-limit") + 1] == "1024"
+    name = opts[opts.index("--name") + 1]
+    assert f"acp-journeys.owner=container:{name}" in opts and f"ACP_JOURNEYS_OWNER=container:{name}" in opts
     assert f"{env['ACPJ_WORK']}:{env['ACPJ_WORK']}" in opts
     assert f"{fake.workspace}/auth.json:{fake.workspace}/auth.json:ro" in opts
     [shared] = [o.split("=", 1)[1] for o in opts if o.startswith("ACP_JOURNEYS_SHARED_DIR=")]
@@ -435,6 +439,17 @@ def test_build_builds_from_the_checkout_or_pulls_the_given_image(fake: FakeSteps
     ({"ACPJ_ACTION_SUBPATH": "_actions/someone/acp-journeys/v1.2.0",
       "FAKE_DOCKER_PULLABLE": "ghcr.io/someone/acp-journeys:v1.2.0"}, "ghcr.io/someone/acp-journeys:v1.2.0",
      ["ghcr.io/someone/acp-journeys:v1.2.0"], False),
+    # A local image with the published tag is never taken for it: pulled, else built.
+    ({"ACPJ_ACTION_REF": "v1", "FAKE_DOCKER_IMAGES": "ghcr.io/rondar/acp-journeys:v1",
+      "FAKE_DOCKER_PULLABLE": "ghcr.io/rondar/acp-journeys:v1"}, "ghcr.io/rondar/acp-journeys:v1",
+     ["ghcr.io/rondar/acp-journeys:v1"], False),
+    ({"ACPJ_ACTION_REF": "v1", "FAKE_DOCKER_IMAGES": "ghcr.io/rondar/acp-journeys:v1"},
+     "acp-journeys/runner:action-build", ["ghcr.io/rondar/acp-journeys:v1"], True),
+    # A released copy of the action names its image by digest: that, whatever the tag holds here.
+    ({"ACPJ_ACTION_REF": "v1", "PINNED": f"ghcr.io/rondar/acp-journeys@sha256:{'b' * 64}",
+      "FAKE_DOCKER_IMAGES": "ghcr.io/rondar/acp-journeys:v1",
+      "FAKE_DOCKER_PULLABLE": f"ghcr.io/rondar/acp-journeys@sha256:{'b' * 64}"},
+     f"ghcr.io/rondar/acp-journeys@sha256:{'b' * 64}", [f"ghcr.io/rondar/acp-journeys@sha256:{'b' * 64}"], False),
     ({"ACPJ_ACTION_REF": "feature/x"}, "acp-journeys/runner:action-build", [], True),
     ({}, "acp-journeys/runner:action-build", [], True),  # uses: ./ (no ref): the checkout's Dockerfile
 ])
@@ -443,6 +458,10 @@ def test_runner_image_is_local_then_pulled_then_built(fake: FakeSteps, env: dict
     action = fake.root / env.pop("ACPJ_ACTION_SUBPATH", "action")
     action.mkdir(parents=True)
     (action / "Dockerfile").write_text("FROM scratch\n")
+    pinned = env.pop("PINNED", "")
+    if pinned:
+        (action / "action").mkdir()
+        (action / "action" / "runner-image").write_text(f"# written by the release\n{pinned}\n")
     out = fake("runner", ACPJ_ACTION_PATH=str(action), **env)
     assert out.code == 0, out.log
     assert out.outputs["runner-image"] == expected
@@ -469,6 +488,8 @@ def test_gate_follows_fail_on_failure(fake: FakeSteps, verify_exit: int, fail_on
     assert message in out.log
     [call] = out.call("run")
     assert call["cli"] == ["verify", f"{env['ACPJ_WORK']}/result.json", "--expect-sha", SHA]
+    argv = call["argv"]
+    assert argv[argv.index("--network") + 1] == "none" and not any("docker.sock" in a for a in argv), argv
 
 
 def test_gate_and_report_without_a_result(fake: FakeSteps) -> None:
@@ -492,8 +513,13 @@ def test_report_shares_the_github_files_and_never_fails(fake: FakeSteps) -> None
     argv = call["argv"]
     assert call["cli"] == ["report", f"{env['ACPJ_WORK']}/result.json", "--github", "--check-name", "My check"]
     assert f"{summary}:{summary}:rw" in argv and f"{event}:{event}:ro" in argv and summary.exists()
-    assert argv[argv.index("--network") + 1] == "host"
+    assert argv[argv.index("--network") + 1] == "host"  # the API is on loopback
     assert call["env"]["GITHUB_TOKEN"] == TOKEN and TOKEN not in argv
+    assert not any("docker.sock" in a for a in argv), argv  # result.json may be the agent's: no engine
+    public = fake("report", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test", GITHUB_TOKEN=TOKEN,
+                  GITHUB_REPOSITORY="o/r", GITHUB_API_URL="https://api.github.com")
+    argv = public.call("run")[0]["argv"]
+    assert argv[argv.index("--network") + 1] == "bridge"
     assert call["env"]["GITHUB_API_URL"] == "http://127.0.0.1:1"
 
 
@@ -613,7 +639,7 @@ def test_end_to_end_the_reference_agent_passes(engine_images: None, tmp_path: Pa
     })
     try:
         assert not run.failed, run.log
-        assert [s.outcome for s in run.steps] == ["success"] * 7, run.log
+        assert [s.outcome for s in run.steps] == ["success"] * 8, run.log
         result = _check_common(run, github_api, verdict="pass", check_name="ACP journeys (e2e)")
         assert result["passed"] == 7 and result["failed"] == 0
         assert result["launch"]["logins"] == 1
@@ -761,6 +787,59 @@ def test_end_to_end_agent_text_starts_no_workflow_command(engine_images: None, t
         assert "::error::ACP journeys failed" in "\n".join(workflow_commands(run.step("gate").log))
     finally:
         _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
+
+
+def test_cleanup_removes_what_a_killed_run_left(engine_images: None, tmp_path: Path) -> None:
+    """The `if: always()` step after a runner that was killed: its container, every container,
+    volume and network labelled with its name, and its socket folder, which holds a root-owned
+    folder that the job's user (here `nobody`) cannot remove: a root container of ours does."""
+    sock = (os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock").removeprefix("unix://")
+    if os.getuid() != 0 or shutil.which("setpriv") is None or not os.path.exists(sock):
+        pytest.skip("needs root, setpriv and the engine on a local socket, to act as a non-root job user")
+    work = Path(tempfile.mkdtemp(prefix="acp-journeys.", dir="/tmp"))  # readable by nobody
+    mcp_dir = Path(tempfile.mkdtemp(prefix="acpj.", dir="/tmp"))
+    name = f"acp-journeys-runner-{work.name.rsplit('.', 1)[1].lower()}"
+    owner = f"acp-journeys.owner=container:{name}"
+    made: list[list[str]] = []
+    try:
+        (mcp_dir / "left-by-root").mkdir()
+        (mcp_dir / "left-by-root" / "sh").write_bytes(b"x")
+        (work / "mcp-dir").write_text(f"{mcp_dir}\n")
+        work.chmod(0o755)
+        os.chown(mcp_dir, 65534, 65534)
+        subprocess.run(["docker", "create", "--name", name, "--label", owner, BASE_IMAGE, "true"], check=True,
+                       capture_output=True, timeout=60)
+        made.append(["docker", "rm", "-f", name])
+        agent = subprocess.run(["docker", "create", "--label", owner, BASE_IMAGE, "true"], check=True,
+                               capture_output=True, text=True, timeout=60).stdout.strip()
+        made.append(["docker", "rm", "-f", agent])
+        volume = subprocess.run(["docker", "volume", "create", "--label", owner], check=True, capture_output=True,
+                                text=True, timeout=60).stdout.strip()
+        made.append(["docker", "volume", "rm", "-f", volume])
+        network = subprocess.run(["docker", "network", "create", "--label", owner, f"{name}-net"], check=True,
+                                 capture_output=True, text=True, timeout=60).stdout.strip()
+        made.append(["docker", "network", "rm", network])
+        group = str(os.stat(sock).st_gid)
+        out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", f"--groups={group}", "bash", str(STEPS),
+                              "cleanup"], capture_output=True, text=True, timeout=120, cwd="/",
+                             env={"PATH": os.environ["PATH"], "HOME": "/tmp", "ACPJ_WORK": str(work),
+                                  "ACPJ_RUNNER_IMAGE": RUNNER_IMAGE,
+                                  **({"DOCKER_HOST": os.environ["DOCKER_HOST"]} if "DOCKER_HOST" in os.environ else {})})
+        assert out.returncode == 0 and "::warning::" not in out.stdout, out.stdout + out.stderr
+        left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={owner}"], capture_output=True, text=True)
+        assert left.stdout.split() == []
+        volumes = subprocess.run(["docker", "volume", "ls", "-q", "--filter", f"label={owner}"], capture_output=True,
+                                 text=True)
+        assert volumes.stdout.split() == []
+        networks = subprocess.run(["docker", "network", "ls", "-q", "--filter", f"label={owner}"],
+                                  capture_output=True, text=True)
+        assert networks.stdout.split() == []
+        assert not mcp_dir.exists()
+    finally:
+        for command in made:
+            subprocess.run(command, capture_output=True, timeout=60)
+        shutil.rmtree(mcp_dir, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _agent_containers(image: str) -> list[str]:
