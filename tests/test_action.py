@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import socket
@@ -41,6 +42,7 @@ BASE_IMAGE = os.environ.get("ACP_JOURNEYS_LOCAL_BASE", "acp-journeys/base:bookwo
 SHA = "0123456789abcdef0123456789abcdef01234567"
 TOKEN = "ghs_action-test-token-0123456789"
 PR_HEAD_SHA = "f" * 40
+UPLOAD = "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02"  # v4.6.2
 
 ISSUE_INPUTS = {"agent-command", "context", "dockerfile", "image", "build-args", "journeys", "network", "model-stub",
                 "env",
@@ -104,12 +106,49 @@ def test_no_run_step_holds_an_expression() -> None:
 def test_action_steps_order_and_conditions() -> None:
     steps = load_yaml(ROOT / "action.yml")["runs"]["steps"]
     ids = [s.get("id") or s.get("uses") for s in steps]
-    assert ids == ["prepare", "build", "runner", "run", "report", "actions/upload-artifact@v4", "gate", "cleanup"]
+    assert ids == ["prepare", "build", "runner", "run", "report", UPLOAD, "gate", "cleanup"]
     by = {s.get("id") or "upload": s for s in steps}
     assert by["report"]["if"] == "always()" and by["gate"]["if"] == "always()" and by["cleanup"]["if"] == "always()"
     assert by["upload"]["if"].startswith("always()")
     assert by["upload"]["with"]["path"] == "${{ steps.prepare.outputs.result-path }}"
     assert by["upload"]["with"]["name"] == "${{ inputs.artifact-name }}"
+
+
+def _uses_lines() -> list[tuple[str, str]]:
+    """(file, the text after `uses:`) of every step in our action, workflows, examples and
+    the workflow that `init` writes."""
+    from acp_journeys import init_workflow
+
+    texts = {str(p.relative_to(ROOT)): p.read_text() for p in
+             [ROOT / "action.yml", *sorted((ROOT / ".github" / "workflows").glob("*.yml")),
+              *sorted((ROOT / "examples" / "workflows").glob("*.yml"))]}
+    texts["init template"] = init_workflow._TEMPLATE + init_workflow._JOB_TEMPLATE
+    return [(name, line.split("uses:", 1)[1].strip()) for name, text in texts.items()
+            for line in text.splitlines() if line.strip().startswith(("uses:", "- uses:"))]
+
+
+def test_every_action_used_is_pinned_to_a_full_commit_with_its_version() -> None:
+    found = _uses_lines()
+    assert len(found) >= 10
+    for name, uses in found:
+        if uses.startswith("./") or uses.startswith("rondar/acp-journeys@"):
+            continue  # our own action: this checkout, or the version that the user picks
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}  # v\d+\.\d+\.\d+", uses), (name, uses)
+
+
+def test_checkouts_keep_no_token_in_the_git_config() -> None:
+    """persist-credentials: false after every checkout: the agent's build context (or a step of
+    untrusted code) could read a token left in .git/config."""
+    from acp_journeys import init_workflow
+
+    texts = [p.read_text() for p in [*sorted((ROOT / ".github" / "workflows").glob("*.yml")),
+                                     *sorted((ROOT / "examples" / "workflows").glob("*.yml"))]]
+    texts += [init_workflow._TEMPLATE, init_workflow._JOB_TEMPLATE]
+    for text in texts:
+        lines = text.splitlines()
+        for i, line in enumerate(lines):
+            if "uses: actions/checkout@" in line:
+                assert "persist-credentials: false" in "\n".join(lines[i + 1:i + 4]), lines[i:i + 4]
 
 
 def _as_workflow(action: dict) -> dict:
@@ -425,6 +464,24 @@ def test_build_builds_from_the_checkout_or_pulls_the_given_image(fake: FakeSteps
     assert broken.code == 2 and "the agent image did not build" in broken.log
 
 
+@pytest.mark.parametrize("config,dockerignore,warned", [
+    ('[http "https://github.com/"]\n\textraheader = AUTHORIZATION: basic eC1hY2Nlc3M=\n', None, True),
+    ('[remote "origin"]\n\turl = https://x-access-token:ghs_abc@github.com/o/r\n', None, True),
+    ('[http "https://github.com/"]\n\textraheader = AUTHORIZATION: basic eC1hY2Nlc3M=\n', "node_modules\n.git\n", False),
+    ('[remote "origin"]\n\turl = https://github.com/o/r\n', None, False),
+])
+def test_build_warns_of_a_token_in_the_build_context(fake: FakeSteps, config: str, dockerignore: str | None,
+                                                     warned: bool) -> None:
+    (fake.workspace / ".git").mkdir()
+    (fake.workspace / ".git" / "config").write_text(config)
+    if dockerignore is not None:
+        (fake.workspace / ".dockerignore").write_text(dockerignore)
+    out = fake("build", ACPJ_AGENT_IMAGE="agent:x")
+    assert out.code == 0, out.log
+    assert ("::warning::the build context's .git/config holds a token" in out.log) == warned, out.log
+    assert "eC1hY2Nlc3M" not in out.log and "ghs_abc" not in out.log
+
+
 @pytest.mark.parametrize("env,expected,pulls,builds", [
     ({"ACPJ_RUNNER_IMAGE": "runner:test"}, "runner:test", [], False),
     ({"ACPJ_RUNNER_IMAGE": "ghcr.io/x/r:2", "FAKE_DOCKER_PULLABLE": "ghcr.io/x/r:2"}, "ghcr.io/x/r:2",
@@ -603,7 +660,7 @@ def _check_common(run, api: FakeGitHub, *, verdict: str, check_name: str,  # typ
     assert label.stdout.strip() == SHA, label.stderr
     assert steps["runner"].outputs["runner-image"] == RUNNER_IMAGE
     # result.json is where the upload step takes it.
-    upload = next(s for s in run.steps if s.uses == "actions/upload-artifact@v4")
+    upload = next(s for s in run.steps if s.uses == UPLOAD)
     assert upload.ran and upload.with_["path"] == run.outputs["result-path"]
     result = json.loads(Path(upload.with_["path"]).read_text())
     assert result["verdict"] == verdict
@@ -863,3 +920,22 @@ def test_the_init_workflow_uses_only_inputs_of_the_action(tmp_path: Path) -> Non
     proc = subprocess.run([tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(path)],
                           capture_output=True, text=True, env=offline_env(), timeout=120)
     assert proc.returncode == 0, proc.stdout
+
+
+def test_the_fallback_runner_build_is_reproducible() -> None:
+    """The action's Dockerfile: the base by digest (a build argument), the requirements locked
+    with the hash of every file, installed with --require-hashes, and nothing else downloaded."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    base = re.search(r"^ARG BASE_IMAGE=(\S+)$", dockerfile, flags=re.M)
+    assert base and re.fullmatch(r"python:3\.12-slim@sha256:[0-9a-f]{64}", base.group(1)), base
+    assert "pip install --require-hashes --no-deps -r action/runner-requirements.txt" in dockerfile
+    assert "pip install --no-deps --no-build-isolation --no-index ." in dockerfile
+    lock = (ROOT / "action" / "runner-requirements.txt").read_text()
+    entries = re.findall(r"^([A-Za-z0-9_.-]+)==(\S+) \\\n((?:\s+--hash=sha256:[0-9a-f]{64}(?: \\)?\n)+)", lock, flags=re.M)
+    pinned = {name.lower().replace("_", "-") for name, _, _ in entries}
+    assert len(entries) == len(re.findall(r"^\S", lock, flags=re.M)), "an entry without a version or a hash"
+    import tomllib
+
+    wanted = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    names = {re.split(r"[<>=!~\[ ;]", d, maxsplit=1)[0].lower().replace("_", "-").replace(".", "-") for d in wanted}
+    assert names | {"setuptools"} <= {n.replace(".", "-") for n in pinned}, names - pinned
