@@ -286,6 +286,19 @@ step_prepare() {
     say "work folder $work; result.json goes to $result"
 }
 
+# A checkout that kept its token (actions/checkout's persist-credentials, on by default) has it in
+# .git/config; in the build context, the agent's Dockerfile can copy it into the image or send it
+# away. Warn, unless .dockerignore leaves .git out. (Never prints the token.)
+warn_git_token() {
+    local context=$1 config=$1/.git/config
+    [ -f "$config" ] || return 0
+    grep -qiE '^[[:space:]]*extraheader[[:space:]]*=.*authorization|://[^/@[:space:]]+:[^/@[:space:]]+@' "$config" || return 0
+    if [ -f "$context/.dockerignore" ] && grep -qxE '[[:space:]]*/?\.git(/|/\*\*?)?[[:space:]]*' "$context/.dockerignore"; then
+        return 0
+    fi
+    warn "the build context's .git/config holds a token (actions/checkout keeps it unless persist-credentials: false): the agent's Dockerfile can read it; set persist-credentials: false, or put .git in .dockerignore"
+}
+
 step_build() {
     need ACPJ_AGENT_IMAGE
     if [ -n "${ACPJ_IMAGE:-}" ]; then
@@ -301,6 +314,7 @@ step_build() {
     context=$(abs_path "${ACPJ_CONTEXT:-.}")
     dockerfile=$(abs_path "${ACPJ_DOCKERFILE:-${ACPJ_CONTEXT:-.}/Dockerfile}")
     parse_build_args "${ACPJ_BUILD_ARGS:-}"
+    warn_git_token "$context"
     local labels=()
     [ -z "${GITHUB_SHA:-}" ] || labels=(--label "org.opencontainers.image.revision=$GITHUB_SHA")
     say "building the agent image $ACPJ_AGENT_IMAGE from $dockerfile (context $context)"

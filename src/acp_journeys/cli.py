@@ -425,6 +425,8 @@ def _init(args: argparse.Namespace) -> int:
     print(outcome.message)
     for note in outcome.notes:
         print(f"note: {note}")
+    for warning in outcome.warnings:
+        print(f"acp-journeys: warning: {warning}", file=sys.stderr)
     return EXIT_PASS
 
 
