@@ -594,14 +594,22 @@ def test_run_sh_runs_the_runner_image_with_the_agent_dir(engine: Any, tmp_path: 
     runner = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     # While it runs, the runner container's command line holds the name, never the value.
     seen_args: list[str] = []
+    seen: dict[str, Any] = {}
+    options: dict[str, str] = {}
     deadline = time.monotonic() + 120
     while runner.poll() is None and time.monotonic() < deadline and not seen_args:
         for c in engine.api.containers(filters={"name": "acpj-runner-"}):
-            seen_args = engine.api.inspect_container(c["Id"])["Args"]
+            seen = engine.api.inspect_container(c["Id"])
+            seen_args = seen["Args"]
+            volumes = [m["Name"] for m in seen["Mounts"] if m["Type"] == "volume"]
+            options = engine.api.inspect_volume(volumes[0]).get("Options") or {} if volumes else {}
         time.sleep(0.2)
     stdout, stderr = runner.communicate(timeout=300)
     assert runner.returncode == 0, stdout + stderr
     assert seen_args and "AGENT_TOKEN" in seen_args and not any(secret in a for a in seen_args)
+    # The runner is bounded too, and the sockets' volume is a nosuid, nodev tmpfs.
+    assert seen["HostConfig"]["Memory"] == 2 << 30 and seen["HostConfig"]["PidsLimit"] == 1024
+    assert options.get("type") == "tmpfs" and {"nosuid", "nodev"} <= set(options.get("o", "").split(",")), options
     assert secret not in stdout + stderr + (tmp_path / "result.json").read_text()
     import json
 
