@@ -342,14 +342,15 @@ published_runner() {
 }
 
 # The runner image that the release wrote into this copy of the action (action/runner-image):
-# IMAGE@sha256:DIGEST, or nothing in a copy that no release made (a branch, `uses: ./`).
+# PINNED=IMAGE@sha256:DIGEST, or empty in a copy that no release made (a branch, `uses: ./`).
 pinned_runner() {
+    PINNED=""
     local file=${ACPJ_ACTION_PATH:-}/action/runner-image line
     [ -f "$file" ] || return 0
     line=$(grep -v '^#' "$file" | head -n 1 | tr -d '[:space:]') || true
     [ -n "$line" ] || return 0
     [[ $line =~ ^[a-z0-9][a-z0-9./_-]*@sha256:[0-9a-f]{64}$ ]] || die "action/runner-image holds '$line', not IMAGE@sha256:DIGEST"
-    printf '%s' "$line"
+    PINNED=$line
 }
 
 step_runner() {
@@ -362,7 +363,8 @@ step_runner() {
             return 0
         fi
     else
-        candidate=$(pinned_runner)
+        pinned_runner
+        candidate=$PINNED
         # By digest, when the release wrote one; else the published tag of the action's ref. Either
         # way pulled, never taken from a local image that merely has the same tag (anyone who
         # could run a container on this machine could have made that).

@@ -528,6 +528,15 @@ def test_runner_image_is_local_then_pulled_then_built(fake: FakeSteps, env: dict
         assert "::warning::cannot pull the runner image" in out.log
 
 
+def test_a_bad_pinned_runner_image_stops_the_step(fake: FakeSteps) -> None:
+    action = fake.root / "action"
+    (action / "action").mkdir(parents=True)
+    (action / "action" / "runner-image").write_text("ghcr.io/rondar/acp-journeys:v1\n")
+    out = fake("runner", ACPJ_ACTION_PATH=str(action))
+    assert out.code == 2 and "::error::action/runner-image holds 'ghcr.io/rondar/acp-journeys:v1'" in out.log
+    assert out.calls == []
+
+
 @pytest.mark.parametrize("verify_exit,fail_on_failure,step_code,message", [
     (0, "true", 0, "verdict: pass"),
     (1, "true", 1, "::error::ACP journeys failed (1 failed, 6 passed)"),
