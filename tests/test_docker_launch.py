@@ -292,7 +292,7 @@ def test_no_network_by_default(image: str, engine: Any) -> None:
     run(with_sandbox(image, body))
 
 
-def test_network_gives_the_default_bridge(image: str) -> None:
+def test_network_gives_a_bridge_network(image: str) -> None:
     async def body(sb: DockerSandbox, launcher: DockerLauncher) -> None:
         code = "print(sorted(l.split(':')[0].strip() for l in open('/proc/net/dev').read().splitlines()[2:]))"
         proc = await sb.start_agent(py(code))
