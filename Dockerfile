@@ -6,8 +6,9 @@
 # Public build:   docker build .             (the base image and PyPI are reached as usual)
 # With no registry: scripts/build-runner-image.sh builds from a context folder that holds
 # wheels/ (downloaded on the host) and passes a locally built base as BASE_IMAGE.
-# The base by digest (python:3.12-slim; bump it and action/runner-requirements.txt together), so
-# that the fallback build is the same on every machine; a local build passes its own BASE_IMAGE.
+# The base by digest (python:3.12-slim: Python 3.12.14 on Debian trixie; bump it together with
+# action/runner-requirements.txt), so that the fallback build is the same on every machine; a
+# local build passes its own BASE_IMAGE.
 ARG BASE_IMAGE=python:3.12-slim@sha256:78387bc3881b8273120a12ebe6c1ab22b018ccc2c9adf565ae1ac9b536e184ea
 
 FROM ${BASE_IMAGE} AS helpers
