@@ -18,7 +18,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 runner_image="${ACP_JOURNEYS_RUNNER_IMAGE:-acp-journeys/runner:dev}"
-public_base="python:3.12-slim"
+public_base="python:3.12-slim@sha256:78387bc3881b8273120a12ebe6c1ab22b018ccc2c9adf565ae1ac9b536e184ea"  # as the Dockerfile
 shared_dir=/acp-journeys-shared
 
 say() { printf 'run.sh: %s\n' "$*" >&2; }
