@@ -18,7 +18,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 runner_image="${ACP_JOURNEYS_RUNNER_IMAGE:-acp-journeys/runner:dev}"
-public_base="python:3.12-slim"
+public_base="python:3.12-slim@sha256:78387bc3881b8273120a12ebe6c1ab22b018ccc2c9adf565ae1ac9b536e184ea"  # as the Dockerfile
 shared_dir=/acp-journeys-shared
 
 say() { printf 'run.sh: %s\n' "$*" >&2; }
@@ -105,7 +105,11 @@ name="acpj-runner-$id"
 volume="acpj-shared-$id"
 labels=(--label acp-journeys=1 --label "acp-journeys.run=run-sh-$id" --label "acp-journeys.created=$(date +%s)"
         --label "acp-journeys.owner=container:$name")
-docker volume create "${labels[@]}" "$volume" >/dev/null
+# The sockets' volume: a small tmpfs, nosuid and nodev, so nothing on it can be a setuid file or a
+# device even for the engine's host (each agent container also mounts only its own folder of it,
+# read-only).
+docker volume create "${labels[@]}" --driver local --opt type=tmpfs --opt device=tmpfs \
+    --opt o=nosuid,nodev,noexec,size=16m,mode=1777 "$volume" >/dev/null
 cleanup() { docker rm -f "$name" >/dev/null 2>&1 || true; docker volume rm -f "$volume" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 
@@ -119,6 +123,7 @@ say "running acp-journeys in $runner_image (the runner has no network; the engin
 set +e
 # --init: PID 1 of its own, so that the runner gets SIGTERM from `docker stop` like any process.
 docker run --rm --init --name "$name" "${labels[@]}" --network none "${user[@]}" \
+    --memory 2g --memory-swap 2g --pids-limit 1024 \
     -v "$sock:/var/run/docker.sock" \
     -v "$volume:$shared_dir" -e "ACP_JOURNEYS_SHARED_VOLUME=$volume" -e "ACP_JOURNEYS_SHARED_DIR=$shared_dir" \
     -e "ACP_JOURNEYS_OWNER=container:$name" -e "ACP_JOURNEYS_HOST_HOME=$HOME" -e ACP_JOURNEYS_IN_CONTAINER=1 \

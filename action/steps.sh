@@ -4,10 +4,12 @@
 #
 #   steps.sh prepare   check every input, make the work folder; outputs work, result-path, html-path, agent-image
 #   steps.sh build     build the agent image from the checkout (or pull the given `image`)
-#   steps.sh runner    find the runner image: local, else pulled, else built from the action's Dockerfile
+#   steps.sh runner    find the runner image: the input's (local, else pulled), else the release's
+#                      digest or the ref's tag (always pulled), else built from the action's Dockerfile
 #   steps.sh run       run the journeys in the runner image against the agent image
 #   steps.sh report    post the check run, write the job summary and the step outputs
 #   steps.sh gate      fail when a journey failed and fail-on-failure is true
+#   steps.sh cleanup   remove every container, volume and network of this job's run (always runs)
 #
 # Rules of this script:
 # - Inputs come only as environment variables (ACPJ_*), never spliced into code; nothing is
@@ -16,16 +18,21 @@
 #   xargs: no variables, globs or substitutions.
 # - Values of the `env` input are secrets: they reach the runner container through the docker
 #   client's environment (`-e NAME`), never through a command line, and are never printed.
-# - The runner container shares the engine's socket and the work folder, mounted at the same path
-#   inside, so that paths mean the same on both sides and the agent containers that the runner
-#   makes can bind its MCP sockets (ACP_JOURNEYS_SHARED_DIR). It runs as the calling user, so
-#   what it writes stays the user's.
+# - The runner container shares the work folder, mounted at the same path inside, so that paths
+#   mean the same on both sides; only the run step's container also gets the engine's socket, so
+#   that the agent containers that it makes can bind its MCP sockets (ACP_JOURNEYS_SHARED_DIR).
+#   The report and gate steps read result.json, which the agent may have shaped: they get no
+#   socket, and the report step the host's network only when the GitHub API is on loopback.
+#   Every runner container runs as the calling user (what it writes stays the user's), with a
+#   memory and a pids limit, and labels what it makes with its own name (the cleanup step's key).
 # - Exit codes: 0, or 1 for a failed gate, or 2 for bad inputs and a run that could not be done.
 set -euo pipefail
 
 DEFAULT_RUNNER_REPO="rondar/acp-journeys"
 RUNNER_REGISTRY="ghcr.io"
 LOCAL_RUNNER_TAG="acp-journeys/runner:action-build"
+RUNNER_MEMORY=2g  # the runner's peak is about 100 MiB; bodies it may hold are bounded below 100 MiB each
+RUNNER_PIDS=1024
 
 # --- output ----------------------------------------------------------------------------------
 
@@ -36,8 +43,23 @@ escape_data() {
     printf '%s' "${s//$'\n'/'%0A'}"
 }
 say() { printf 'acp-journeys: %s\n' "$(escape_data "$*")"; }
-warn() { printf '::warning::%s\n' "$(escape_data "$*")"; }
-error() { printf '::error::%s\n' "$(escape_data "$*")"; }
+warn() { resume_commands; printf '::warning::%s\n' "$(escape_data "$*")"; }
+error() { resume_commands; printf '::error::%s\n' "$(escape_data "$*")"; }
+
+# Output that may hold the agent's text (its image build, the journeys, the verdict table) goes
+# between these two: GitHub's runner then acts on no workflow command in it. The token is random
+# and printed only here, so nothing inside can end the pause; our own warn/error end it first.
+STOP_TOKEN=""
+pause_commands() {
+    resume_commands
+    STOP_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+    printf '::stop-commands::%s\n' "$STOP_TOKEN"
+}
+resume_commands() {
+    [ -n "$STOP_TOKEN" ] || return 0
+    printf '::%s::\n' "$STOP_TOKEN"
+    STOP_TOKEN=""
+}
 die() { error "$*"; exit 2; }
 
 set_output() {
@@ -297,17 +319,26 @@ docker_socket() {
     [ -S "$SOCK" ] || die "no Docker engine socket at $SOCK: this action needs a runner with Docker (ubuntu-latest has it)"
 }
 
-# RUNNER_ARGS=(the docker run options common to every runner container)
+# RUNNER_ARGS=(the docker run options common to every runner container); `socket` as $2: with
+# the engine's socket (the run step only).
 runner_args() {
-    local work=$1
-    docker_socket
-    RUNNER_ARGS=(--rm --init --label acp-journeys.action=1
-        -v "$SOCK:/var/run/docker.sock" -v "$work:$work" -w "$work")
-    if [ "$(id -u)" != 0 ]; then
-        # The calling user, so that files written in the work folder and the GitHub files stay
-        # theirs; the socket's group, so that this user can reach the engine.
-        RUNNER_ARGS+=(--user "$(id -u):$(id -g)" --group-add "$(stat -c %g "$SOCK")")
+    local work=$1 socket=${2:-}
+    RUNNER_ARGS=(--rm --init --label acp-journeys.action=1 --memory "$RUNNER_MEMORY" --memory-swap "$RUNNER_MEMORY"
+        --pids-limit "$RUNNER_PIDS" -v "$work:$work" -w "$work")
+    # The calling user, so that files written in the work folder and the GitHub files stay theirs.
+    [ "$(id -u)" = 0 ] || RUNNER_ARGS+=(--user "$(id -u):$(id -g)")
+    if [ "$socket" = socket ]; then
+        docker_socket
+        RUNNER_ARGS+=(-v "$SOCK:/var/run/docker.sock")
+        # The socket's group, so that this user can reach the engine.
+        [ "$(id -u)" = 0 ] || RUNNER_ARGS+=(--group-add "$(stat -c %g "$SOCK")")
     fi
+}
+
+# The run step's runner container: its name, and the owner label of all it makes.
+runner_name() {
+    local suffix=${1##*.}
+    printf 'acp-journeys-runner-%s' "${suffix,,}"
 }
 
 need() {
@@ -363,6 +394,19 @@ step_prepare() {
     say "work folder $work; result.json goes to $result"
 }
 
+# A checkout that kept its token (actions/checkout's persist-credentials, on by default) has it in
+# .git/config; in the build context, the agent's Dockerfile can copy it into the image or send it
+# away. Warn, unless .dockerignore leaves .git out. (Never prints the token.)
+warn_git_token() {
+    local context=$1 config=$1/.git/config
+    [ -f "$config" ] || return 0
+    grep -qiE '^[[:space:]]*extraheader[[:space:]]*=.*authorization|://[^/@[:space:]]+:[^/@[:space:]]+@' "$config" || return 0
+    if [ -f "$context/.dockerignore" ] && grep -qxE '[[:space:]]*/?\.git(/|/\*\*?)?[[:space:]]*' "$context/.dockerignore"; then
+        return 0
+    fi
+    warn "the build context's .git/config holds a token (actions/checkout keeps it unless persist-credentials: false): the agent's Dockerfile can read it; set persist-credentials: false, or put .git in .dockerignore"
+}
+
 step_build() {
     need ACPJ_AGENT_IMAGE
     if [ -n "${ACPJ_IMAGE:-}" ]; then
@@ -378,12 +422,15 @@ step_build() {
     context=$(abs_path "${ACPJ_CONTEXT:-.}")
     dockerfile=$(abs_path "${ACPJ_DOCKERFILE:-${ACPJ_CONTEXT:-.}/Dockerfile}")
     parse_build_args "${ACPJ_BUILD_ARGS:-}"
+    warn_git_token "$context"
     local labels=()
     [ -z "${GITHUB_SHA:-}" ] || labels=(--label "org.opencontainers.image.revision=$GITHUB_SHA")
     say "building the agent image $ACPJ_AGENT_IMAGE from $dockerfile (context $context)"
     local start=$SECONDS
+    pause_commands  # the agent's Dockerfile prints what it likes
     docker build "${BUILD_ARGS[@]}" "${labels[@]}" -f "$dockerfile" -t "$ACPJ_AGENT_IMAGE" "$context" \
         || die "the agent image did not build: see the docker build output above"
+    resume_commands
     say "built $ACPJ_AGENT_IMAGE in $((SECONDS - start)) s"
 }
 
@@ -402,15 +449,36 @@ published_runner() {
     printf '%s/%s:%s' "$RUNNER_REGISTRY" "${repo,,}" "$ref"
 }
 
+# The runner image that the release wrote into this copy of the action (action/runner-image):
+# PINNED=IMAGE@sha256:DIGEST, or empty in a copy that no release made (a branch, `uses: ./`).
+pinned_runner() {
+    PINNED=""
+    local file=${ACPJ_ACTION_PATH:-}/action/runner-image line
+    [ -f "$file" ] || return 0
+    line=$(grep -v '^#' "$file" | head -n 1 | tr -d '[:space:]') || true
+    [ -n "$line" ] || return 0
+    [[ $line =~ ^[a-z0-9][a-z0-9./_-]*@sha256:[0-9a-f]{64}$ ]] || die "action/runner-image holds '$line', not IMAGE@sha256:DIGEST"
+    PINNED=$line
+}
+
 step_runner() {
     local candidate=${ACPJ_RUNNER_IMAGE:-}
-    [ -n "$candidate" ] || candidate=$(published_runner)
     if [ -n "$candidate" ]; then
+        # The workflow's own choice: a local image of that name is what it means.
         if docker image inspect "$candidate" >/dev/null 2>&1; then
             say "runner image $candidate (already here)"
             set_output runner-image "$candidate"
             return 0
         fi
+    else
+        pinned_runner
+        candidate=$PINNED
+        # By digest, when the release wrote one; else the published tag of the action's ref. Either
+        # way pulled, never taken from a local image that merely has the same tag (anyone who
+        # could run a container on this machine could have made that).
+        [ -n "$candidate" ] || candidate=$(published_runner)
+    fi
+    if [ -n "$candidate" ]; then
         say "pulling the runner image $candidate"
         if docker pull --quiet "$candidate"; then
             set_output runner-image "$candidate"
@@ -441,14 +509,18 @@ step_run() {
     local produced=$work/result.json
     baseline_args "$work"
     template_args "$work"
-    runner_args "$work"
+    runner_args "$work" socket
     # The MCP sockets of the journeys: in a short host path of their own (a Unix socket's path has
     # a bound of about 100 bytes, which a runner's temp folder can come near), shared as it is.
+    # Noted in the work folder, so that the cleanup step finds it after a killed run too.
     MCP_DIR=$(mktemp -d /tmp/acpj.XXXXXX)
     chmod 755 "$MCP_DIR"
+    printf '%s\n' "$MCP_DIR" >"$work/mcp-dir"
     RUNNER_ARGS+=(-v "$MCP_DIR:$MCP_DIR")
-    local name=${work##*.}
-    name="acp-journeys-runner-${name,,}"
+    local name
+    name=$(runner_name "$work")
+    # Everything the runner makes is labelled with this owner: the cleanup step removes it all.
+    RUNNER_ARGS+=(--label "acp-journeys.owner=container:$name" -e "ACP_JOURNEYS_OWNER=container:$name")
     local cli=(run --image "$ACPJ_AGENT_IMAGE" --output "$produced" "${JOURNEY_ARGS[@]}")
     [ -z "${GITHUB_SHA:-}" ] || cli+=(--subject-sha "$GITHUB_SHA")
     cli+=(--html "${produced%.json}.html")  # the HTML report, uploaded beside result.json
@@ -472,6 +544,7 @@ step_run() {
     # NAME=VALUE lines of the env input are set in the docker client's environment only (the
     # subshell that becomes docker), never on a command line.
     RUNNER_NAME=$name
+    pause_commands
     trap 'docker kill --signal TERM "$RUNNER_NAME" >/dev/null 2>&1 || true' TERM INT
     (
         for ((i = 0; i < ${#ENV_SET[@]}; i += 2)); do
@@ -489,6 +562,7 @@ step_run() {
         wait "$pid" || code=$?
     done
     trap - TERM INT
+    resume_commands
     rm -rf -- "$MCP_DIR" || true
     set_output exit-code "$code"
     if [ -f "$produced" ] && [ "$produced" != "$ACPJ_RESULT_PATH" ]; then
@@ -550,9 +624,17 @@ step_report() {
     [ -z "${ACPJ_DOCS_URL:-}" ] || cli+=(--docs-url "$ACPJ_DOCS_URL")
     baseline_args "$work"
     cli+=("${BASELINE_ARGS[@]}")
-    # The host's network: the GitHub API (or a stand-in on loopback) is reached as from the job.
+    # The host's network only for an API on loopback (a stand-in, or a proxy of the runner's);
+    # else the default bridge, which reaches what the job reaches.
+    local network=bridge api_host=${GITHUB_API_URL:-https://api.github.com}
+    api_host=${api_host#*://}
+    api_host=${api_host%%/*}
+    api_host=${api_host##*@}
+    case $api_host in
+    localhost | localhost:* | 127.* | "[::1]" | "[::1]:"*) network=host ;;
+    esac
     local code=0
-    docker run "${RUNNER_ARGS[@]}" --network host "${FILE_MOUNTS[@]}" "${FILE_ENV[@]}" "${env_opts[@]}" \
+    docker run "${RUNNER_ARGS[@]}" --network "$network" "${FILE_MOUNTS[@]}" "${FILE_ENV[@]}" "${env_opts[@]}" \
         "$ACPJ_RUNNER_IMAGE" "${cli[@]}" || code=$?
     [ "$code" = 0 ] || warn "the report did not run (exit $code): no check run or job summary; the gate still judges result.json"
     return 0
@@ -579,7 +661,9 @@ step_gate() {
         return 0
         ;;
     1)
+        pause_commands
         cat "$work/verify.log"
+        resume_commands
         if is_true fail-on-failure "${ACPJ_FAIL_ON_FAILURE:-true}"; then
             error "ACP journeys failed (${ACPJ_FAILED:-some} failed, ${ACPJ_PASSED:-?} passed): see the job summary"
             exit 1
@@ -588,6 +672,7 @@ step_gate() {
         return 0
         ;;
     *)
+        pause_commands
         cat "$work/verify.log"
         error "result.json could not be judged (exit $code)"
         exit 2
@@ -595,8 +680,41 @@ step_gate() {
     esac
 }
 
+# Whatever this job's run left, also when the runner was killed: the runner container, every
+# container, volume and network labelled with its name, and the folder of the MCP sockets. That
+# folder is removed by a root container of ours when the job's user cannot (nothing of an agent's
+# should be in it: agents see it read-only). Never fails the job.
+step_cleanup() {
+    local work=${ACPJ_WORK:-}
+    [ -n "$work" ] || return 0
+    local name owner ids
+    name=$(runner_name "$work")
+    owner="label=acp-journeys.owner=container:$name"
+    docker rm -f "$name" >/dev/null 2>&1 || true
+    ids=$(docker ps -aq --filter "$owner" 2>/dev/null) || ids=""
+    # shellcheck disable=SC2086  # one id a word
+    [ -z "$ids" ] || docker rm -f $ids >/dev/null 2>&1 || warn "could not remove the containers of $name"
+    ids=$(docker volume ls -q --filter "$owner" 2>/dev/null) || ids=""
+    # shellcheck disable=SC2086
+    [ -z "$ids" ] || docker volume rm -f $ids >/dev/null 2>&1 || warn "could not remove the volumes of $name"
+    ids=$(docker network ls -q --filter "$owner" 2>/dev/null) || ids=""
+    # shellcheck disable=SC2086
+    [ -z "$ids" ] || docker network rm $ids >/dev/null 2>&1 || warn "could not remove the networks of $name"
+    local dir=""
+    [ ! -f "$work/mcp-dir" ] || dir=$(head -n 1 "$work/mcp-dir")
+    if [[ $dir == /tmp/acpj.* ]] && [ -d "$dir" ] && ! rm -rf -- "$dir" 2>/dev/null; then
+        if [ -n "${ACPJ_RUNNER_IMAGE:-}" ]; then
+            docker run --rm --network none --user 0 --entrypoint find -v "$dir:/purge" "$ACPJ_RUNNER_IMAGE" \
+                /purge -mindepth 1 -delete >/dev/null 2>&1 || true
+        fi
+        rm -rf -- "$dir" 2>/dev/null || warn "could not remove $dir"
+    fi
+    return 0
+}
+
 main() {
     set -f  # no globbing of unquoted words anywhere
+    trap resume_commands EXIT
     case "${1:-}" in
     prepare) step_prepare ;;
     build) step_build ;;
@@ -604,8 +722,9 @@ main() {
     run) step_run ;;
     report) step_report ;;
     gate) step_gate ;;
+    cleanup) step_cleanup ;;
     *)
-        printf 'usage: %s prepare|build|runner|run|report|gate\n' "$0" >&2
+        printf 'usage: %s prepare|build|runner|run|report|gate|cleanup\n' "$0" >&2
         exit 2
         ;;
     esac

@@ -73,6 +73,29 @@ class ActionRun:
         return next(s for s in self.steps if s.id == step_id)
 
 
+def workflow_commands(log: str) -> list[str]:
+    """The lines of a step's log that GitHub's runner acts on as workflow commands, in order.
+
+    As the runner reads them: a line (leading blanks ignored) that starts with `::`; after
+    `::stop-commands::TOKEN`, none until the line `::TOKEN::`. The pause and resume lines are
+    listed too.
+    """
+    out: list[str] = []
+    paused = ""
+    for raw in re.split(r"\r\n|\n|\r", log):
+        line = raw.strip()
+        if paused:
+            if line == f"::{paused}::":
+                out.append(line)
+                paused = ""
+            continue
+        if line.startswith("::"):
+            out.append(line)
+            if line.startswith("::stop-commands::"):
+                paused = line[len("::stop-commands::"):]
+    return out
+
+
 def parse_github_output(text: str) -> dict[str, str]:
     """`name=value` lines and `name<<DELIMITER` blocks, as the runner reads them."""
     out: dict[str, str] = {}

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import socket
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from action_harness import CompositeAction, job_env, parse_github_output
+from action_harness import CompositeAction, job_env, parse_github_output, workflow_commands
 from fake_github import FakeGitHub, serve
 from ruamel.yaml import YAML
 
@@ -41,6 +42,7 @@ BASE_IMAGE = os.environ.get("ACP_JOURNEYS_LOCAL_BASE", "acp-journeys/base:bookwo
 SHA = "0123456789abcdef0123456789abcdef01234567"
 TOKEN = "ghs_action-test-token-0123456789"
 PR_HEAD_SHA = "f" * 40
+UPLOAD = "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02"  # v4.6.2
 
 ISSUE_INPUTS = {"agent-command", "context", "dockerfile", "image", "build-args", "journeys", "network", "model-stub",
                 "env",
@@ -106,15 +108,52 @@ def test_no_run_step_holds_an_expression() -> None:
 def test_action_steps_order_and_conditions() -> None:
     steps = load_yaml(ROOT / "action.yml")["runs"]["steps"]
     ids = [s.get("id") or s.get("uses") for s in steps]
-    assert ids == ["prepare", "build", "runner", "run", "upload", "report", "gate"]
+    assert ids == ["prepare", "build", "runner", "run", "upload", "report", "gate", "cleanup"]
     by = {s.get("id"): s for s in steps}
-    assert by["report"]["if"] == "always()" and by["gate"]["if"] == "always()"
-    assert by["upload"]["if"].startswith("always()") and by["upload"]["uses"] == "actions/upload-artifact@v4"
+    assert by["report"]["if"] == "always()" and by["gate"]["if"] == "always()" and by["cleanup"]["if"] == "always()"
+    assert by["upload"]["if"].startswith("always()") and by["upload"]["uses"] == UPLOAD
     # result.json and the HTML report beside it, in one artifact that the report's summaries link.
     assert by["upload"]["with"]["path"].splitlines() == ["${{ steps.prepare.outputs.result-path }}",
                                                           "${{ steps.prepare.outputs.html-path }}"]
     assert by["report"]["env"]["ACPJ_ARTIFACT_URL"] == "${{ steps.upload.outputs.artifact-url }}"
     assert by["upload"]["with"]["name"] == "${{ inputs.artifact-name }}"
+
+
+def _uses_lines() -> list[tuple[str, str]]:
+    """(file, the text after `uses:`) of every step in our action, workflows, examples and
+    the workflow that `init` writes."""
+    from acp_journeys import init_workflow
+
+    texts = {str(p.relative_to(ROOT)): p.read_text() for p in
+             [ROOT / "action.yml", *sorted((ROOT / ".github" / "workflows").glob("*.yml")),
+              *sorted((ROOT / "examples" / "workflows").glob("*.yml"))]}
+    texts["init template"] = init_workflow._TEMPLATE + init_workflow._JOB_TEMPLATE
+    return [(name, line.split("uses:", 1)[1].strip()) for name, text in texts.items()
+            for line in text.splitlines() if line.strip().startswith(("uses:", "- uses:"))]
+
+
+def test_every_action_used_is_pinned_to_a_full_commit_with_its_version() -> None:
+    found = _uses_lines()
+    assert len(found) >= 10
+    for name, uses in found:
+        if uses.startswith("./") or uses.startswith("rondar/acp-journeys@"):
+            continue  # our own action: this checkout, or the version that the user picks
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}  # v\d+\.\d+\.\d+", uses), (name, uses)
+
+
+def test_checkouts_keep_no_token_in_the_git_config() -> None:
+    """persist-credentials: false after every checkout: the agent's build context (or a step of
+    untrusted code) could read a token left in .git/config."""
+    from acp_journeys import init_workflow
+
+    texts = [p.read_text() for p in [*sorted((ROOT / ".github" / "workflows").glob("*.yml")),
+                                     *sorted((ROOT / "examples" / "workflows").glob("*.yml"))]]
+    texts += [init_workflow._TEMPLATE, init_workflow._JOB_TEMPLATE]
+    for text in texts:
+        lines = text.splitlines()
+        for i, line in enumerate(lines):
+            if "uses: actions/checkout@" in line:
+                assert "persist-credentials: false" in "\n".join(lines[i + 1:i + 4]), lines[i:i + 4]
 
 
 def _as_workflow(action: dict) -> dict:
@@ -387,6 +426,10 @@ def test_run_turns_the_inputs_into_options(fake: FakeSteps) -> None:
     opts = argv[:argv.index("runner:test")]
     assert opts[opts.index("--network") + 1] == "none"
     assert f"{fake.sock_dir}/d.sock:/var/run/docker.sock" in opts
+    # Bounded, and the owner of all it makes (the key of the cleanup step).
+    assert opts[opts.index("--memory") + 1] == "2g" and opts[opts.index("--pids-limit") + 1] == "1024"
+    name = opts[opts.index("--name") + 1]
+    assert f"acp-journeys.owner=container:{name}" in opts and f"ACP_JOURNEYS_OWNER=container:{name}" in opts
     assert f"{env['ACPJ_WORK']}:{env['ACPJ_WORK']}" in opts
     assert f"{fake.workspace}/auth.json:{fake.workspace}/auth.json:ro" in opts
     [shared] = [o.split("=", 1)[1] for o in opts if o.startswith("ACP_JOURNEYS_SHARED_DIR=")]
@@ -489,6 +532,24 @@ def test_build_builds_from_the_checkout_or_pulls_the_given_image(fake: FakeSteps
     assert broken.code == 2 and "the agent image did not build" in broken.log
 
 
+@pytest.mark.parametrize("config,dockerignore,warned", [
+    ('[http "https://github.com/"]\n\textraheader = AUTHORIZATION: basic eC1hY2Nlc3M=\n', None, True),
+    ('[remote "origin"]\n\turl = https://x-access-token:ghs_abc@github.com/o/r\n', None, True),
+    ('[http "https://github.com/"]\n\textraheader = AUTHORIZATION: basic eC1hY2Nlc3M=\n', "node_modules\n.git\n", False),
+    ('[remote "origin"]\n\turl = https://github.com/o/r\n', None, False),
+])
+def test_build_warns_of_a_token_in_the_build_context(fake: FakeSteps, config: str, dockerignore: str | None,
+                                                     warned: bool) -> None:
+    (fake.workspace / ".git").mkdir()
+    (fake.workspace / ".git" / "config").write_text(config)
+    if dockerignore is not None:
+        (fake.workspace / ".dockerignore").write_text(dockerignore)
+    out = fake("build", ACPJ_AGENT_IMAGE="agent:x")
+    assert out.code == 0, out.log
+    assert ("::warning::the build context's .git/config holds a token" in out.log) == warned, out.log
+    assert "eC1hY2Nlc3M" not in out.log and "ghs_abc" not in out.log
+
+
 @pytest.mark.parametrize("env,expected,pulls,builds", [
     ({"ACPJ_RUNNER_IMAGE": "runner:test"}, "runner:test", [], False),
     ({"ACPJ_RUNNER_IMAGE": "ghcr.io/x/r:2", "FAKE_DOCKER_PULLABLE": "ghcr.io/x/r:2"}, "ghcr.io/x/r:2",
@@ -503,6 +564,17 @@ def test_build_builds_from_the_checkout_or_pulls_the_given_image(fake: FakeSteps
     ({"ACPJ_ACTION_SUBPATH": "_actions/someone/acp-journeys/v1.2.0",
       "FAKE_DOCKER_PULLABLE": "ghcr.io/someone/acp-journeys:v1.2.0"}, "ghcr.io/someone/acp-journeys:v1.2.0",
      ["ghcr.io/someone/acp-journeys:v1.2.0"], False),
+    # A local image with the published tag is never taken for it: pulled, else built.
+    ({"ACPJ_ACTION_REF": "v1", "FAKE_DOCKER_IMAGES": "ghcr.io/rondar/acp-journeys:v1",
+      "FAKE_DOCKER_PULLABLE": "ghcr.io/rondar/acp-journeys:v1"}, "ghcr.io/rondar/acp-journeys:v1",
+     ["ghcr.io/rondar/acp-journeys:v1"], False),
+    ({"ACPJ_ACTION_REF": "v1", "FAKE_DOCKER_IMAGES": "ghcr.io/rondar/acp-journeys:v1"},
+     "acp-journeys/runner:action-build", ["ghcr.io/rondar/acp-journeys:v1"], True),
+    # A released copy of the action names its image by digest: that, whatever the tag holds here.
+    ({"ACPJ_ACTION_REF": "v1", "PINNED": f"ghcr.io/rondar/acp-journeys@sha256:{'b' * 64}",
+      "FAKE_DOCKER_IMAGES": "ghcr.io/rondar/acp-journeys:v1",
+      "FAKE_DOCKER_PULLABLE": f"ghcr.io/rondar/acp-journeys@sha256:{'b' * 64}"},
+     f"ghcr.io/rondar/acp-journeys@sha256:{'b' * 64}", [f"ghcr.io/rondar/acp-journeys@sha256:{'b' * 64}"], False),
     ({"ACPJ_ACTION_REF": "feature/x"}, "acp-journeys/runner:action-build", [], True),
     ({}, "acp-journeys/runner:action-build", [], True),  # uses: ./ (no ref): the checkout's Dockerfile
 ])
@@ -511,6 +583,10 @@ def test_runner_image_is_local_then_pulled_then_built(fake: FakeSteps, env: dict
     action = fake.root / env.pop("ACPJ_ACTION_SUBPATH", "action")
     action.mkdir(parents=True)
     (action / "Dockerfile").write_text("FROM scratch\n")
+    pinned = env.pop("PINNED", "")
+    if pinned:
+        (action / "action").mkdir()
+        (action / "action" / "runner-image").write_text(f"# written by the release\n{pinned}\n")
     out = fake("runner", ACPJ_ACTION_PATH=str(action), **env)
     assert out.code == 0, out.log
     assert out.outputs["runner-image"] == expected
@@ -518,6 +594,15 @@ def test_runner_image_is_local_then_pulled_then_built(fake: FakeSteps, env: dict
     assert [c["argv"] for c in out.call("build")] == ([["build", "-t", expected, str(action)]] if builds else [])
     if builds and pulls:
         assert "::warning::cannot pull the runner image" in out.log
+
+
+def test_a_bad_pinned_runner_image_stops_the_step(fake: FakeSteps) -> None:
+    action = fake.root / "action"
+    (action / "action").mkdir(parents=True)
+    (action / "action" / "runner-image").write_text("ghcr.io/rondar/acp-journeys:v1\n")
+    out = fake("runner", ACPJ_ACTION_PATH=str(action))
+    assert out.code == 2 and "::error::action/runner-image holds 'ghcr.io/rondar/acp-journeys:v1'" in out.log
+    assert out.calls == []
 
 
 @pytest.mark.parametrize("verify_exit,fail_on_failure,step_code,message", [
@@ -537,6 +622,8 @@ def test_gate_follows_fail_on_failure(fake: FakeSteps, verify_exit: int, fail_on
     assert message in out.log
     [call] = out.call("run")
     assert call["cli"] == ["verify", f"{env['ACPJ_WORK']}/result.json", "--expect-sha", SHA]
+    argv = call["argv"]
+    assert argv[argv.index("--network") + 1] == "none" and not any("docker.sock" in a for a in argv), argv
 
 
 def test_gate_and_report_without_a_result(fake: FakeSteps) -> None:
@@ -562,8 +649,13 @@ def test_report_shares_the_github_files_and_never_fails(fake: FakeSteps) -> None
     assert call["cli"] == ["report", f"{env['ACPJ_WORK']}/result.json", "--github", "--check-name", "My check",
                            "--artifact-url", "https://github.example.test/o/r/actions/runs/1/artifacts/2"]
     assert f"{summary}:{summary}:rw" in argv and f"{event}:{event}:ro" in argv and summary.exists()
-    assert argv[argv.index("--network") + 1] == "host"
+    assert argv[argv.index("--network") + 1] == "host"  # the API is on loopback
     assert call["env"]["GITHUB_TOKEN"] == TOKEN and TOKEN not in argv
+    assert not any("docker.sock" in a for a in argv), argv  # result.json may be the agent's: no engine
+    public = fake("report", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test", GITHUB_TOKEN=TOKEN,
+                  GITHUB_REPOSITORY="o/r", GITHUB_API_URL="https://api.github.com")
+    argv = public.call("run")[0]["argv"]
+    assert argv[argv.index("--network") + 1] == "bridge"
     assert call["env"]["GITHUB_API_URL"] == "http://127.0.0.1:1"
 
 
@@ -612,7 +704,7 @@ def _agent_repo(workspace: Path) -> None:
 def _run_action(tmp_path: Path, api: FakeGitHub, inputs: dict[str, str],  # type: ignore[no-untyped-def]
                 event_name: str = "push", files: dict[str, str] | None = None):
     workspace, temp = tmp_path / "workspace", tmp_path / "runner-temp"
-    workspace.mkdir()
+    workspace.mkdir(exist_ok=True)  # a test may put files of its own there first
     temp.mkdir()
     _agent_repo(workspace)
     for name, text in (files or {}).items():  # more files of the agent repository
@@ -652,7 +744,7 @@ def _check_common(run, api: FakeGitHub, *, verdict: str, check_name: str,  # typ
     assert label.stdout.strip() == SHA, label.stderr
     assert steps["runner"].outputs["runner-image"] == RUNNER_IMAGE
     # result.json and the HTML report are where the upload step takes them.
-    upload = next(s for s in run.steps if s.uses == "actions/upload-artifact@v4")
+    upload = next(s for s in run.steps if s.uses == UPLOAD)
     result_path, html_path = upload.with_["path"].splitlines()
     assert upload.ran and result_path == run.outputs["result-path"]
     assert html_path == result_path.removesuffix(".json") + ".html"
@@ -692,7 +784,7 @@ def test_end_to_end_the_reference_agent_passes(engine_images: None, tmp_path: Pa
     })
     try:
         assert not run.failed, run.log
-        assert [s.outcome for s in run.steps] == ["success"] * 7, run.log
+        assert [s.outcome for s in run.steps] == ["success"] * 8, run.log
         result = _check_common(run, github_api, verdict="pass", check_name="ACP journeys (e2e)")
         assert result["passed"] == 7 and result["failed"] == 0
         assert result["launch"]["logins"] == 1
@@ -866,6 +958,122 @@ def test_end_to_end_a_cancelled_run_stops_the_journeys_cleanly(engine_images: No
         _cleanup_image(image)
 
 
+FORGED = "\n::error title=Forged::forged by the agent\n::add-mask::journeys\n::stop-commands::forged\n::warning::forged\n"
+
+# The reference agent, with workflow commands on lines of their own in its mode ids and names,
+# its tool titles, its stderr and the command line of a process it leaves behind.
+HOSTILE_TEXT_AGENT = f"""
+import subprocess, sys
+sys.path.insert(0, "/agent")
+import reference_agent as ra
+FORGED = {FORGED!r}
+ra.MODES[:] = [{{"id": "default" + FORGED, "name": "Default" + FORGED}}, {{"id": "ask" + FORGED, "name": "Ask"}}]
+new_tool_call = ra.Agent.new_tool_call
+ra.Agent.new_tool_call = lambda self, turn, title, *rest: new_tool_call(self, turn, title + FORGED, *rest)
+sys.stderr.write("starting" + FORGED)
+subprocess.Popen(["python3", "-c", "import time; time.sleep(300)", "left" + FORGED], start_new_session=True, stdin=subprocess.DEVNULL,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+ra.main()
+"""
+
+HOSTILE_DOCKERFILE = """ARG BASE_IMAGE
+FROM ${BASE_IMAGE}
+COPY src/acp_journeys/bundled/reference_agent.py /agent/reference_agent.py
+COPY hostile/agent.py /agent/hostile_agent.py
+ENV ACP_REFERENCE_AGENT_STATE=/tmp/acp-reference-agent
+RUN printf '::error title=Forged::forged by the Dockerfile\\n::add-mask::journeys\\n'
+"""
+
+
+def test_end_to_end_agent_text_starts_no_workflow_command(engine_images: None, tmp_path: Path,
+                                                         github_api: FakeGitHub) -> None:
+    """Whatever the agent prints (mode ids, tool titles, stderr, leftover command lines, its
+    Dockerfile's output), GitHub's runner reads no workflow command of the agent's in the log."""
+    workspace = tmp_path / "workspace"
+    hostile = workspace / "hostile"
+    hostile.mkdir(parents=True)
+    (hostile / "agent.py").write_text(HOSTILE_TEXT_AGENT)
+    (hostile / "Dockerfile").write_text(HOSTILE_DOCKERFILE)
+    run, _ = _run_action(tmp_path, github_api, {
+        "agent-command": "python3 /agent/hostile_agent.py",
+        "dockerfile": "hostile/Dockerfile",
+        "build-args": f"BASE_IMAGE={BASE_IMAGE}",
+        "journeys": "plan-turn-saved-plan",
+    })
+    try:
+        result = json.loads(Path(run.outputs["result-path"]).read_text())
+        [journey] = result["journeys"]
+        ids = {f["id"] for f in journey["failures"]}
+        assert {"no-plan-mode", "process-left"} <= ids, journey["failures"]
+        # The agent's text did reach the log: the failure details quote it.
+        assert "forged by the agent" in run.step("run").log and "forged by the Dockerfile" in run.step("build").log
+        for step in run.steps:
+            commands = workflow_commands(step.log)
+            for command in commands:
+                assert "forged" not in command.lower() and not command.startswith("::add-mask::"), (step.id, commands)
+            pauses = [c for c in commands if c.startswith("::stop-commands::")]
+            for pause in pauses:
+                token = pause.removeprefix("::stop-commands::")
+                assert len(token) == 32 and f"::{token}::" in commands, (step.id, commands)
+        assert any(c.startswith("::stop-commands::") for c in workflow_commands(run.step("run").log))
+        assert "::error::ACP journeys failed" in "\n".join(workflow_commands(run.step("gate").log))
+    finally:
+        _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
+
+
+def test_cleanup_removes_what_a_killed_run_left(engine_images: None, tmp_path: Path) -> None:
+    """The `if: always()` step after a runner that was killed: its container, every container,
+    volume and network labelled with its name, and its socket folder, which holds a root-owned
+    folder that the job's user (here `nobody`) cannot remove: a root container of ours does."""
+    sock = (os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock").removeprefix("unix://")
+    if os.getuid() != 0 or shutil.which("setpriv") is None or not os.path.exists(sock):
+        pytest.skip("needs root, setpriv and the engine on a local socket, to act as a non-root job user")
+    work = Path(tempfile.mkdtemp(prefix="acp-journeys.", dir="/tmp"))  # readable by nobody
+    mcp_dir = Path(tempfile.mkdtemp(prefix="acpj.", dir="/tmp"))
+    name = f"acp-journeys-runner-{work.name.rsplit('.', 1)[1].lower()}"
+    owner = f"acp-journeys.owner=container:{name}"
+    made: list[list[str]] = []
+    try:
+        (mcp_dir / "left-by-root").mkdir()
+        (mcp_dir / "left-by-root" / "sh").write_bytes(b"x")
+        (work / "mcp-dir").write_text(f"{mcp_dir}\n")
+        work.chmod(0o755)
+        os.chown(mcp_dir, 65534, 65534)
+        subprocess.run(["docker", "create", "--name", name, "--label", owner, BASE_IMAGE, "true"], check=True,
+                       capture_output=True, timeout=60)
+        made.append(["docker", "rm", "-f", name])
+        agent = subprocess.run(["docker", "create", "--label", owner, BASE_IMAGE, "true"], check=True,
+                               capture_output=True, text=True, timeout=60).stdout.strip()
+        made.append(["docker", "rm", "-f", agent])
+        volume = subprocess.run(["docker", "volume", "create", "--label", owner], check=True, capture_output=True,
+                                text=True, timeout=60).stdout.strip()
+        made.append(["docker", "volume", "rm", "-f", volume])
+        network = subprocess.run(["docker", "network", "create", "--label", owner, f"{name}-net"], check=True,
+                                 capture_output=True, text=True, timeout=60).stdout.strip()
+        made.append(["docker", "network", "rm", network])
+        group = str(os.stat(sock).st_gid)
+        out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", f"--groups={group}", "bash", str(STEPS),
+                              "cleanup"], capture_output=True, text=True, timeout=120, cwd="/",
+                             env={"PATH": os.environ["PATH"], "HOME": "/tmp", "ACPJ_WORK": str(work),
+                                  "ACPJ_RUNNER_IMAGE": RUNNER_IMAGE,
+                                  **({"DOCKER_HOST": os.environ["DOCKER_HOST"]} if "DOCKER_HOST" in os.environ else {})})
+        assert out.returncode == 0 and "::warning::" not in out.stdout, out.stdout + out.stderr
+        left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={owner}"], capture_output=True, text=True)
+        assert left.stdout.split() == []
+        volumes = subprocess.run(["docker", "volume", "ls", "-q", "--filter", f"label={owner}"], capture_output=True,
+                                 text=True)
+        assert volumes.stdout.split() == []
+        networks = subprocess.run(["docker", "network", "ls", "-q", "--filter", f"label={owner}"],
+                                  capture_output=True, text=True)
+        assert networks.stdout.split() == []
+        assert not mcp_dir.exists()
+    finally:
+        for command in made:
+            subprocess.run(command, capture_output=True, timeout=60)
+        shutil.rmtree(mcp_dir, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def _agent_containers(image: str) -> list[str]:
     out = subprocess.run(["docker", "ps", "-aq", "--filter", f"ancestor={image}"], capture_output=True, text=True)
     return out.stdout.split()
@@ -898,3 +1106,22 @@ def test_the_init_workflow_uses_only_inputs_of_the_action(tmp_path: Path) -> Non
     proc = subprocess.run([tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(path)],
                           capture_output=True, text=True, env=offline_env(), timeout=120)
     assert proc.returncode == 0, proc.stdout
+
+
+def test_the_fallback_runner_build_is_reproducible() -> None:
+    """The action's Dockerfile: the base by digest (a build argument), the requirements locked
+    with the hash of every file, installed with --require-hashes, and nothing else downloaded."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    base = re.search(r"^ARG BASE_IMAGE=(\S+)$", dockerfile, flags=re.M)
+    assert base and re.fullmatch(r"python:3\.12-slim@sha256:[0-9a-f]{64}", base.group(1)), base
+    assert "pip install --require-hashes --no-deps -r action/runner-requirements.txt" in dockerfile
+    assert "pip install --no-deps --no-build-isolation --no-index ." in dockerfile
+    lock = (ROOT / "action" / "runner-requirements.txt").read_text()
+    entries = re.findall(r"^([A-Za-z0-9_.-]+)==(\S+) \\\n((?:\s+--hash=sha256:[0-9a-f]{64}(?: \\)?\n)+)", lock, flags=re.M)
+    pinned = {name.lower().replace("_", "-") for name, _, _ in entries}
+    assert len(entries) == len(re.findall(r"^\S", lock, flags=re.M)), "an entry without a version or a hash"
+    import tomllib
+
+    wanted = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    names = {re.split(r"[<>=!~\[ ;]", d, maxsplit=1)[0].lower().replace("_", "-").replace(".", "-") for d in wanted}
+    assert names | {"setuptools"} <= {n.replace(".", "-") for n in pinned}, names - pinned

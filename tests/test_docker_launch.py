@@ -292,7 +292,7 @@ def test_no_network_by_default(image: str, engine: Any) -> None:
     run(with_sandbox(image, body))
 
 
-def test_network_gives_the_default_bridge(image: str) -> None:
+def test_network_gives_a_bridge_network(image: str) -> None:
     async def body(sb: DockerSandbox, launcher: DockerLauncher) -> None:
         code = "print(sorted(l.split(':')[0].strip() for l in open('/proc/net/dev').read().splitlines()[2:]))"
         proc = await sb.start_agent(py(code))
@@ -596,14 +596,22 @@ def test_run_sh_runs_the_runner_image_with_the_agent_dir(engine: Any, tmp_path: 
                               env={**os.environ, "AGENT_KERNEL": "/opt/kernel/bin/python"})
     # While it runs, the runner container's command line holds the name, never the value.
     seen_args: list[str] = []
+    seen: dict[str, Any] = {}
+    options: dict[str, str] = {}
     deadline = time.monotonic() + 120
     while runner.poll() is None and time.monotonic() < deadline and not seen_args:
         for c in engine.api.containers(filters={"name": "acpj-runner-"}):
-            seen_args = engine.api.inspect_container(c["Id"])["Args"]
+            seen = engine.api.inspect_container(c["Id"])
+            seen_args = seen["Args"]
+            volumes = [m["Name"] for m in seen["Mounts"] if m["Type"] == "volume"]
+            options = engine.api.inspect_volume(volumes[0]).get("Options") or {} if volumes else {}
         time.sleep(0.2)
     stdout, stderr = runner.communicate(timeout=300)
     assert runner.returncode == 0, stdout + stderr
     assert seen_args and "AGENT_TOKEN" in seen_args and not any(secret in a for a in seen_args)
+    # The runner is bounded too, and the sockets' volume is a nosuid, nodev tmpfs.
+    assert seen["HostConfig"]["Memory"] == 2 << 30 and seen["HostConfig"]["PidsLimit"] == 1024
+    assert options.get("type") == "tmpfs" and {"nosuid", "nodev"} <= set(options.get("o", "").split(",")), options
     assert secret not in stdout + stderr + (tmp_path / "result.json").read_text()
     import json
 

@@ -51,3 +51,16 @@ def test_each_journey_lists_its_own_failures() -> None:
 def test_internal_links_point_at_anchors() -> None:
     targets = set(re.findall(r"\]\(#([^)]+)\)", TEXT))
     assert sorted(targets - set(ANCHORS)) == []
+
+
+def test_the_security_docs_name_the_risks_users_must_handle() -> None:
+    root = DOC.parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    security = readme.split("## Security", 1)[1].split("\n## ", 1)[0]
+    for words in ("pull_request_target", "attacker-controlled", "model-stub: true", "persist-credentials: false",
+                  "does not stop a hostile agent", "169.254.169.254", "docs/security.md"):
+        assert words in security, words
+    page = (root / "docs" / "security.md").read_text(encoding="utf-8")
+    for words in ("cap_drop: ALL", "read-only", "enable_icc=false", "169.254.169.254", "::stop-commands::",
+                  "digest", "provenance", "if: always()"):
+        assert words in page, words

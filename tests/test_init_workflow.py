@@ -171,3 +171,23 @@ def test_bad_arguments(tmp_path: Path) -> None:
         init_workflow(str(tmp_path / "nope"), "agent", None)
     with pytest.raises(InitError, match="empty"):
         init_workflow(str(tmp_path), "  ", None)
+
+
+def test_pull_request_target_gets_a_warning_and_the_file_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / WORKFLOW_PATH
+    path.parent.mkdir(parents=True)
+    text = ("on: pull_request_target\njobs:\n  j:\n    runs-on: ubuntu-latest\n    steps:\n"
+            "      - uses: actions/checkout@v4\n        with:\n          ref: ${{ github.event.pull_request.head.sha }}\n"
+            "      - uses: rondar/acp-journeys@v1\n        with:\n          agent-command: a\n")
+    path.write_text(text)
+    outcome = init_workflow(tmp_path, "a")
+    assert outcome.action == "unchanged" and path.read_text() == text
+    [warning] = outcome.warnings
+    assert "pull_request_target" in warning and "secrets" in warning
+    assert init_workflow(tmp_path, "b").warnings == outcome.warnings  # updated: still warned
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    created = init_workflow(fresh, "a")
+    assert created.warnings == []
+    made = (fresh / WORKFLOW_PATH).read_text()
+    assert "persist-credentials: false" in made and "pull_request_target" not in made

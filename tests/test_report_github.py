@@ -77,7 +77,7 @@ def test_agent_injection_comes_out_escaped(tmp_path: Path, api: FakeGitHub) -> N
     summary = json.loads(api.requests[0]["body"])["output"]["summary"]
     outside_fences = re.sub(r"^(`{3,})text\n.*?^\1$", "", summary, flags=re.M | re.S)
     assert "<script>" not in outside_fences and "<img" not in outside_fences
-    assert "&lt;script&gt;alert(1)&lt;/script&gt; \\*\\*bold\\*\\* \\[link\\](https://evil.test) \\| cell" in summary
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; \\*\\*bold\\*\\* \\[link\\](https\\://evil.test) \\| cell" in summary
     # inside the stderr fence the text is verbatim, and the fence is longer than its longest backtick run
     assert "\n```````text\nTraceback: boom\n<script>alert(1)</script>" in summary
 

@@ -168,3 +168,23 @@ def test_under_a_baseline_failures_are_tagged_and_stale_entries_listed() -> None
     assert "<strong>stop-reason</strong> (new: not in the baseline)" in out
     assert "stale baseline entry 'image-and-file' (b.yml:2), reason: &lt;b&gt;vision&lt;/b&gt; later" in out
     assert "<b>" not in out
+
+
+BARE_LINKS = "see https://evil.test/x, HTTP://EVIL.TEST, www.evil.test, ftp://evil.test, xmpp:a@evil.test and me@evil.test"
+
+
+def test_bare_urls_of_agent_text_are_no_links_on_github() -> None:
+    """GitHub's own renderer (cmark-gfm with its autolink extension) makes no link of them."""
+    cmarkgfm = pytest.importorskip("cmarkgfm")
+    gfm = cmarkgfm.github_flavored_markdown_to_html
+    assert '<a href="https://evil.test/x"' in gfm(BARE_LINKS)  # the renderer does link them raw
+    escaped = gfm(escape_markdown(BARE_LINKS))
+    assert "<a " not in escaped, escaped
+    assert html.unescape(escaped).replace("\u2060", "") == f"<p>{BARE_LINKS}</p>\n"
+    js = [journey(j.id, "fail", [failure("stop-reason", j.id, detail=BARE_LINKS)], stderr=BARE_LINKS,
+                  warnings=[BARE_LINKS]) if j.id == "turn-to-end" else journey(j.id) for j in JOURNEYS]
+    result = run(js)
+    result.agent_command = ["agent", "https://evil.test/cmd"]
+    out = gfm(summary_markdown(result, docs_url=DOCS))
+    links = re.findall(r'<a href="([^"]*)"', out)
+    assert links and all(link.startswith(DOCS) for link in links), links

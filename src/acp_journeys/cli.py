@@ -20,6 +20,7 @@ from importlib import resources
 from typing import Sequence
 
 from acp_journeys import __version__, catalog
+from acp_journeys.report.logtext import command_data, one_line
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -354,7 +355,7 @@ def _publish(result, args: argparse.Namespace, baseline) -> int:
         outcome = apply_baseline(result, baseline)
         print("")
         for message in outcome.messages:
-            print(f"baseline: {message}")
+            print(f"baseline: {one_line(message)}")
         print(f"verdict under the baseline: {outcome.verdict.upper()}")
         verdict = outcome.verdict
     if args.junit:
@@ -367,7 +368,7 @@ def _publish(result, args: argparse.Namespace, baseline) -> int:
     ours = [j.id for j in result.journeys if any(f.id == "runner-error" for f in j.failures)]
     if ours:
         # Our own failure is no finding about the agent: a gate must not blame the agent for it.
-        print(f"acp-journeys: error: acp-journeys itself failed in {', '.join(ours)} (not a finding about "
+        print(f"acp-journeys: error: acp-journeys itself failed in {one_line(', '.join(ours))} (not a finding about "
               "the agent); see runner_error in the result", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_PASS if verdict == "pass" else EXIT_FAIL
@@ -422,13 +423,13 @@ def _verify(args: argparse.Namespace) -> int:
     changed = [j.id for j, s in zip(result.journeys, stored.journeys)
                if j.verdict != s.verdict or [f.id for f in j.failures] != [f.id for f in s.failures]]
     if changed:
-        print(f"note: the stored verdicts of {', '.join(changed)} do not match their evidence; "
+        print(f"note: the stored verdicts of {one_line(', '.join(changed))} do not match their evidence; "
               "the verdict above is the one computed from the evidence", file=sys.stderr)
     if args.expect_sha:
         tested = {result.subject.get("sha"), result.subject.get("image")} - {None}
         if not any(args.expect_sha == t or (len(args.expect_sha) >= 7 and t.startswith(args.expect_sha))
                    for t in tested):
-            what = ", ".join(sorted(tested)) or "no recorded commit or image"
+            what = one_line(", ".join(sorted(tested))) or "no recorded commit or image"
             print(f"acp-journeys: this result is not of {args.expect_sha}: it tested {what}", file=sys.stderr)
             return EXIT_FAIL
     return code
@@ -461,9 +462,9 @@ def _report(args: argparse.Namespace) -> int:
                            docs_url=args.docs_url or result.docs_url, check_name=args.check_name,
                            baseline=outcome, result_path=args.path, artifact_url=args.artifact_url)
     for warning in report.warnings:
-        print(f"::warning::{warning}")
+        print(f"::warning::{command_data(warning)}")
     if report.check_url:
-        print(f"check run: {report.check_url}")
+        print(f"check run: {one_line(report.check_url)}")
     print(f"verdict: {report.verdict}")
     return EXIT_PASS  # publishing never fails the job; the gate step does
 
@@ -478,6 +479,8 @@ def _init(args: argparse.Namespace) -> int:
     print(outcome.message)
     for note in outcome.notes:
         print(f"note: {note}")
+    for warning in outcome.warnings:
+        print(f"acp-journeys: warning: {warning}", file=sys.stderr)
     return EXIT_PASS
 
 

@@ -20,6 +20,10 @@ from acp_journeys.protocol import framing, jsonrpc, schema
 
 STDERR_TAIL_BYTES = 20_000
 FRAME_TEXT_LIMIT = 16_384
+# What one agent process can make us keep of its transcript: the first frames, up to a count and
+# a total size (an agent may send millions of tiny notifications); a last note says what went.
+TRANSCRIPT_FRAMES_LIMIT = 5_000
+TRANSCRIPT_CHARS_LIMIT = 4_000_000
 READ_CHUNK = 256 * 1024
 
 
@@ -78,6 +82,9 @@ class AgentConnection:
         self.stderr_bytes = 0
         self._tasks: list[asyncio.Task] = []
         self._write_lock = asyncio.Lock()
+        self._frames = 0  # frames of this process kept in the transcript
+        self._chars = 0
+        self._dropped = 0
 
     def start(self) -> None:
         self._tasks = [asyncio.create_task(self._read_stdout()), asyncio.create_task(self._read_stderr())]
@@ -219,6 +226,16 @@ class AgentConnection:
     def _record(self, direction: str, text: str) -> None:
         if len(text) > FRAME_TEXT_LIMIT:
             text = text[:FRAME_TEXT_LIMIT] + f"…[{len(text)} characters in all]"
+        if self._frames >= TRANSCRIPT_FRAMES_LIMIT or self._chars + len(text) > TRANSCRIPT_CHARS_LIMIT:
+            if not self._dropped:
+                self.transcript.append(Frame(at=self.clock.now(), process=self.index, direction="note",
+                                             text=f"[the transcript of process {self.index} stops here: over "
+                                                  f"{TRANSCRIPT_FRAMES_LIMIT} frames or {TRANSCRIPT_CHARS_LIMIT} "
+                                                  "characters]"))
+            self._dropped += 1
+            return
+        self._frames += 1
+        self._chars += len(text)
         self.transcript.append(Frame(at=self.clock.now(), process=self.index, direction=direction, text=text))
 
 

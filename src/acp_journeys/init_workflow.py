@@ -4,14 +4,16 @@ Rules of this module:
 - The workflow is `.github/workflows/acp-journeys.yml` in `repo`; no other file is ever written.
 - A fresh file runs on pull_request and on push to main, with the permissions the action needs
   (`checks: write` to post the check run, `contents: read` to check out), and one job:
-  actions/checkout, then `uses: rondar/acp-journeys@v1` with the `agent-command` input and, when
+  actions/checkout (pinned by commit, with `persist-credentials: false`), then
+  `uses: rondar/acp-journeys@v1` with the `agent-command` input and, when
   given, the `dockerfile` input.
 - When the file exists it is edited as a ruamel.yaml round trip, so every comment, the key order,
   the quoting and every unrelated job and step stay as they were: our step (the first whose
   `uses` starts with `rondar/acp-journeys@`) gets the new `agent-command` (and `dockerfile`, when
   one is given; its version pin is kept); with no such step, our job is added under `jobs`.
   A file that would not change is not rewritten. Notes (never edits) say when the workflow does
-  not run on pull_request or the job lacks `checks: write`.
+  not run on pull_request or the job lacks `checks: write`; a warning says when it runs on
+  pull_request_target (a fork's code would run with the repository's secrets).
 - A file that is not valid YAML, or not a workflow (a mapping), gives `InitError` with the file,
   the line and the reason, and the file stays untouched. Writing is all or nothing (a temporary
   file, then a rename).
@@ -49,7 +51,9 @@ jobs:
   acp-journeys:
     runs-on: ubuntu-latest
     steps:
-      - uses: actions/checkout@v4
+      - uses: actions/checkout@11d5960a326750d5838078e36cf38b85af677262  # v4.4.0
+        with:
+          persist-credentials: false  # no token in .git/config, which the agent's build could read
       - uses: rondar/acp-journeys@v1
         with:
           agent-command: AGENT
@@ -76,6 +80,7 @@ class InitOutcome:
     action: Literal["created", "updated", "added-job", "unchanged"]
     message: str
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def _yaml(indent: int | None = None, offset: int | None = None):  # type: ignore[no-untyped-def]
@@ -141,7 +146,9 @@ permissions:
   checks: write
   contents: read
 steps:
-  - uses: actions/checkout@v4
+  - uses: actions/checkout@11d5960a326750d5838078e36cf38b85af677262  # v4.4.0
+    with:
+      persist-credentials: false
   - uses: rondar/acp-journeys@v1
     with:
       agent-command: AGENT
@@ -182,6 +189,15 @@ def _notes(doc: Any, job_id: str) -> list[str]:
         notes.append(f"job {job_id} has no `checks: write` permission: the verdict will only be in the job "
                      "summary (add `checks: write` to its permissions for a check run)")
     return notes
+
+
+def _warnings(doc: Any) -> list[str]:
+    """What makes the workflow unsafe for pull requests from forks (never edited for the user)."""
+    if "pull_request_target" not in _triggers(doc):
+        return []
+    return [f"{WORKFLOW_PATH} runs on pull_request_target: that event runs with this repository's secrets "
+            "and a write token, so a checkout of the pull request's head hands them to a fork's code (its "
+            "agent and Dockerfile run here); use pull_request (see the README's Security section)"]
 
 
 def _write(path: Path, text: str) -> None:
@@ -254,7 +270,7 @@ def init_workflow(repo: str, agent_command: str, dockerfile: str | None = None) 
         job_id, step = found
         if not _set_inputs(step, agent_command, dockerfile):
             return InitOutcome(path, "unchanged", f"{WORKFLOW_PATH} already runs the journeys with this command",
-                               notes + _notes(doc, job_id))
+                               notes + _notes(doc, job_id), _warnings(doc))
         action: Literal["updated", "added-job"] = "updated"
         message = f"updated the {ACTION} step of job {job_id} in {WORKFLOW_PATH}"
     else:
@@ -271,4 +287,4 @@ def init_workflow(repo: str, agent_command: str, dockerfile: str | None = None) 
         action = "added-job"
         message = f"added job {job_id} to {WORKFLOW_PATH}"
     _write(path, _dump(yaml, doc))
-    return InitOutcome(path, action, message, notes + _notes(doc, job_id))
+    return InitOutcome(path, action, message, notes + _notes(doc, job_id), _warnings(doc))

@@ -50,6 +50,8 @@ SERVER_NAME = "rondar"
 RELAY_SCRIPT = Path(__file__).resolve().parent / "bundled" / "mcp_relay.py"
 MAX_SOCKET_PATH_BYTES = 100  # sun_path is 108 bytes on Linux, 104 on macOS
 MAX_LINE_BYTES = 32 * 1024 * 1024  # one JSON-RPC message; beyond this the connection is dropped
+MAX_PLANS = 256  # per channel: a journey saves one or two; beyond this create_plan answers an error
+MAX_PLAN_CHARS = 8 * 1024 * 1024  # titles and descriptions of a channel's plans, together
 DRAIN_SECONDS = 1.0  # after a client half-closes, in-flight requests get this long to answer
 
 _PLAN_ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -160,6 +162,10 @@ def _call_tool(plans: dict[str, dict], tool: str, arguments: dict[str, Any]) -> 
     if tool == "create_plan":
         title = _string_argument(tool, arguments, "title")
         description = _string_argument(tool, arguments, "description")
+        held = sum(len(p["title"]) + len(p["description"]) for p in plans.values())
+        if len(plans) >= MAX_PLANS or held + len(title) + len(description) > MAX_PLAN_CHARS:
+            raise _ToolFailure(f"create_plan: this server keeps at most {MAX_PLANS} plans and "
+                               f"{MAX_PLAN_CHARS} characters of them; the plan was not saved.")
         plan_id = new_plan_id()
         while plan_id in plans:
             plan_id = new_plan_id()
@@ -446,7 +452,9 @@ async def _serve_socket(
         await send_bytes((json.dumps(error) + "\n").encode())
 
     async def pump_in() -> None:
-        buffer = b""
+        # A growing bytearray, searched for a newline only where the new bytes start: a long
+        # line costs time in proportion to its length, not to its square.
+        buffer = bytearray()
         try:
             async with read_send:
                 while True:
@@ -455,9 +463,16 @@ async def _serve_socket(
                     except (ConnectionError, OSError) as exc:
                         logger.debug("%s: read failed (%r)", label, exc)
                         return
+                    lines = []
+                    start, look = 0, len(buffer)
                     buffer += chunk
-                    lines = buffer.split(b"\n")
-                    buffer = b"" if not chunk else lines.pop()
+                    while (end := buffer.find(b"\n", look)) != -1:
+                        lines.append(bytes(buffer[start:end]))
+                        start = look = end + 1
+                    del buffer[:start]
+                    if not chunk and buffer:
+                        lines.append(bytes(buffer))
+                        buffer.clear()
                     if len(buffer) > MAX_LINE_BYTES:
                         logger.warning("%s: a line of over %d bytes; dropping the connection", label, MAX_LINE_BYTES)
                         return

@@ -5,8 +5,11 @@ Rules of this module:
   a process the agent leaves is re-parented to it and stays visible until we record and kill it.
   After an agent process ends, every process in the container but the holder and our own helper
   execs is a leftover: that includes the MCP relay the agent started.
-- No network (network mode "none") unless `network`; a pids limit, a memory limit (swap included)
-  and no-new-privileges on every container.
+- No network (network mode "none") unless `network`, and then a bridge network of the run's own
+  with no traffic between containers; a pids limit, a memory limit (swap included), a CPU limit,
+  no capabilities and no-new-privileges on every container.
+- Each journey's socket folder is its own and mounted read-only: nothing an agent makes can land
+  on the runner's side (see docs/security.md).
 - Nothing assumes a shell or Python in the image: files go through put_archive/get_archive;
   processes are listed with `docker top` (the engine's `ps`: no exec, no free pid needed; the
   container is frozen while leftovers are listed, so a fork bomb cannot outrun the list) and
@@ -66,6 +69,7 @@ class DockerLauncher(Launcher):
         agent_dir: str | None = None,
         pids_limit: int = 256,
         memory: str = "1g",
+        cpus: float = 2.0,
     ) -> None:
         if pull not in ("never", "missing"):
             raise ValueError(f"pull must be 'never' or 'missing', not {pull!r}")
@@ -80,6 +84,9 @@ class DockerLauncher(Launcher):
         self.pids_limit = pids_limit
         self.memory = memory
         self.memory_bytes = sup.parse_memory(memory)
+        self.cpus = cpus
+        self.network_name: str | None = None  # the run's own network, made at start when `network`
+        self.volume_root = ""  # the shared volume's folder on the engine's host (volume mode)
         self.created = time.time()
         self.owner = sup.own_owner(False)  # settled in _start, once we know where we run
         self.executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="acpj-docker")
@@ -170,6 +177,20 @@ class DockerLauncher(Launcher):
         self.owner = sup.own_owner(self.shared[0] != "host")
         self._mounts = await self._make_static_mounts(docker)
         await self._remove_stale()
+        if self.network:
+            self.network_name = await self._make_network(docker)
+
+    async def _make_network(self, docker: Any) -> str:
+        """A bridge network of this run's own, with no traffic between its containers: journeys
+        cannot reach one another (the engine's default bridge lets them)."""
+        name = f"acpj-{sup.safe_name(self.run_id, 40)}-{uuid.uuid4().hex[:6]}"
+        try:
+            await self.call(self.api.create_network, name, driver="bridge",
+                            options={"com.docker.network.bridge.enable_icc": "false"},
+                            labels=sup.run_labels(self.run_id, self.owner, self.created))
+        except docker.errors.DockerException as exc:
+            raise LaunchError(f"cannot make the run's network: {short_error(exc)}") from exc
+        return name
 
     async def _resolve_image(self, docker: Any) -> None:
         try:
@@ -193,6 +214,7 @@ class DockerLauncher(Launcher):
         volume = os.environ.get("ACP_JOURNEYS_SHARED_VOLUME", "")
         folder = os.environ.get("ACP_JOURNEYS_SHARED_DIR", "")
         if volume and folder:
+            self.volume_root = await self._volume_folder(volume)
             return ("volume", volume, folder)
         if folder:
             return ("mirror", "", folder)
@@ -202,6 +224,18 @@ class DockerLauncher(Launcher):
                               "ACP_JOURNEYS_SHARED_DIR, as run.sh does) or a host path mirrored at "
                               "ACP_JOURNEYS_SHARED_DIR")
         return ("host", "", "")
+
+    async def _volume_folder(self, volume: str) -> str:
+        """The shared volume's folder on the engine's host, so that each journey can bind only its
+        own subfolder (an engine of API < 1.45 cannot mount a volume's subpath); "" when unknown."""
+        try:
+            found = await self.call(self.api.inspect_volume, volume)
+        except docker_module().errors.DockerException as exc:
+            raise LaunchError(f"cannot inspect the shared volume {volume}: {short_error(exc)}") from exc
+        if found.get("Driver") == "local" and posixpath.isabs(found.get("Mountpoint") or ""):
+            return str(found["Mountpoint"])
+        log.warning("the shared volume %s has no local folder: each journey sees all of it (read-only)", volume)
+        return ""
 
     async def _engine_sees_our_files(self) -> bool:
         """Does a bind mount of one of our folders show its files? (False when we run in a container.)
@@ -433,6 +467,7 @@ class DockerLauncher(Launcher):
             "network": "bridge" if self.network else "none",
             "pids_limit": self.pids_limit,
             "memory": self.memory,
+            "cpus": self.cpus,
             "env": sorted(self.env),  # names only: values are secrets
             "settings": self.settings,
             "logins": len(self.logins),

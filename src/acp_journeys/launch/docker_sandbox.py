@@ -97,27 +97,39 @@ class DockerSandbox(Sandbox):
         docker = docker_module()
         mounts = list(la.static_mounts())
         mode, volume, shared_dir = la.shared
-        if mode == "volume":
+        if mode in ("volume", "mirror"):
             self._runner_dir = os.path.join(shared_dir, self.sid)
-            mounts.append(docker.types.Mount(SHARED_MOUNT, volume, type="volume"))
-            self._socket_in_container = f"{SHARED_MOUNT}/{self.sid}/mcp.sock"
         else:
-            base = shared_dir if mode == "mirror" else None
-            self._runner_dir = (os.path.join(base, self.sid) if base
-                                else tempfile.mkdtemp(prefix="acpj-", dir="/tmp"))
-            mounts.append(docker.types.Mount(MCP_MOUNT, self._runner_dir, type="bind"))
-            self._socket_in_container = f"{MCP_MOUNT}/mcp.sock"
+            self._runner_dir = tempfile.mkdtemp(prefix="acpj-", dir="/tmp")
         os.makedirs(self._runner_dir, exist_ok=True)
         os.chmod(self._runner_dir, 0o755)
+        # The journey's own socket folder, read-only: a Unix socket still connects, and nothing
+        # the agent makes (a setuid file, a device node) can reach the runner's side.
+        if mode == "volume" and la.volume_root:
+            source = posixpath.join(la.volume_root, self.sid)  # the volume's folder, on the engine's host
+            mounts.append(docker.types.Mount(MCP_MOUNT, source, type="bind", read_only=True))
+            self._socket_in_container = f"{MCP_MOUNT}/mcp.sock"
+        elif mode == "volume":
+            # A volume the engine cannot show as a host folder: all of it, read-only.
+            mounts.append(docker.types.Mount(SHARED_MOUNT, volume, type="volume", read_only=True))
+            self._socket_in_container = f"{SHARED_MOUNT}/{self.sid}/mcp.sock"
+        else:
+            mounts.append(docker.types.Mount(MCP_MOUNT, self._runner_dir, type="bind", read_only=True))
+            self._socket_in_container = f"{MCP_MOUNT}/mcp.sock"
         self._socket_runner = os.path.join(self._runner_dir, "mcp.sock")
 
         api = la.api
         host_config = api.create_host_config(
-            network_mode="bridge" if la.network else "none",
+            network_mode=la.network_name or "none",
             pids_limit=la.pids_limit,
             mem_limit=la.memory_bytes,
             memswap_limit=la.memory_bytes,  # the same number: no swap on top of the limit
+            nano_cpus=int(la.cpus * 1e9),
             security_opt=["no-new-privileges"],
+            # No capability at all: an agent needs none to read, write its own files, run tools
+            # and listen on a high port, and without them it cannot mknod, chown, or override
+            # file permissions (see docs/security.md).
+            cap_drop=["ALL"],
             mounts=mounts,
         )
         name = f"acpj-{sup.safe_name(la.run_id, 20)}-{self.sid}"

@@ -15,7 +15,6 @@ Rules of this module:
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 import os
@@ -36,7 +35,8 @@ from acp_journeys.model_stub.records import RecordLog, RequestRecord
 
 logger = logging.getLogger("acp_journeys.model_stub")
 
-MAX_BODY_BYTES = 64 * 1024 * 1024
+MAX_BODY_BYTES = 64 * 1024 * 1024  # also the bound of a body once inflated
+MAX_LINE_BYTES = 4096  # a chunk-size or trailer line
 MODEL_ID = "acp-journeys-stub"
 TAG_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 TAG = re.compile(r"^/t/(?P<tag>[A-Za-z0-9_.-]+)(?P<rest>/.*)?$")
@@ -44,6 +44,23 @@ POLL_SECONDS = 0.05
 IDLE_SECONDS = 120  # a keep-alive connection with no request for this long is closed
 
 Decide = Callable[[Conversation], Decision]
+
+
+def _inflate(data: bytes, wbits: int) -> bytes:
+    """gzip (each member) or zlib data inflated, at most MAX_BODY_BYTES, else BadRequest."""
+    out = bytearray()
+    while data:
+        inflater = zlib.decompressobj(wbits)
+        try:
+            out += inflater.decompress(data, MAX_BODY_BYTES + 1 - len(out))
+        except zlib.error as exc:
+            raise BadRequest(f"the body cannot be decompressed: {exc}") from None
+        if len(out) > MAX_BODY_BYTES or inflater.unconsumed_tail:
+            raise BadRequest("the request body is too large once decompressed")
+        if not inflater.eof:
+            raise BadRequest("the compressed body is cut short")
+        data = inflater.unused_data if wbits > zlib.MAX_WBITS else b""
+    return bytes(out)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -82,31 +99,48 @@ class _Handler(BaseHTTPRequestHandler):
         return None, path
 
     def _body(self) -> bytes:
+        """The request body, decoded, never more than MAX_BODY_BYTES (read or inflated): sizes
+        are checked before anything is read, since the agent declares them."""
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
             data = bytearray()
             while True:
-                size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+                line = self.rfile.readline(MAX_LINE_BYTES + 1)
+                try:
+                    size = int(line.split(b";", 1)[0].strip() or b"0", 16)
+                except ValueError:
+                    raise self._refuse("a chunk size is not a hexadecimal number") from None
+                if size < 0 or len(data) + size > MAX_BODY_BYTES:
+                    raise self._refuse("the request body is too large")
                 if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    while self.rfile.readline(MAX_LINE_BYTES + 1) not in (b"\r\n", b"\n", b""):
                         pass  # trailers
                     break
-                data += self.rfile.read(size)
-                self.rfile.readline()
-                if len(data) > MAX_BODY_BYTES:
-                    raise BadRequest("the request body is too large")
+                chunk = self.rfile.read(size)
+                if len(chunk) < size:
+                    raise ConnectionAbortedError("the body ended early")  # the client is gone
+                data += chunk
+                self.rfile.readline(MAX_LINE_BYTES + 1)
         else:
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_BODY_BYTES:
-                raise BadRequest("the request body is too large")
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                raise self._refuse("Content-Length is not a number") from None
+            if length < 0 or length > MAX_BODY_BYTES:
+                raise self._refuse("the request body is too large")
             data = bytearray(self.rfile.read(length))
             if len(data) < length:
                 raise ConnectionAbortedError("the body ended early")  # the client is gone
         encoding = (self.headers.get("Content-Encoding") or "").lower()
         if encoding == "gzip":
-            return gzip.decompress(bytes(data))
+            return _inflate(bytes(data), 16 + zlib.MAX_WBITS)
         if encoding == "deflate":
-            return zlib.decompress(bytes(data))
+            return _inflate(bytes(data), zlib.MAX_WBITS)
         return bytes(data)
+
+    def _refuse(self, why: str) -> BadRequest:
+        """A body we will not read: answer 400, then close (the rest of it is still unread)."""
+        self.close_connection = True
+        return BadRequest(why)
 
     def _json(self, status: int, payload: Any) -> None:
         data = json.dumps(payload).encode()
@@ -172,7 +206,10 @@ class _Handler(BaseHTTPRequestHandler):
         path = path.rstrip("/")
         dialect = self.stub.dialect_for(path)
         if dialect is None:
-            self._body()  # read it, so that the connection stays usable
+            try:
+                self._body()  # read it, so that the connection stays usable
+            except BadRequest:
+                pass  # too large: the connection closes after the answer
             self._record(started, tag, dialect=None, status=404, error="no route")
             self._json(404, {"error": {"message": f"no route for POST {path}", "type": "not_found_error"}})
             return

@@ -1,4 +1,8 @@
-"""The verdict table and the progress lines, for a terminal and for a plain CI log alike."""
+"""The verdict table and the progress lines, for a terminal and for a plain CI log alike.
+
+Every field read from a result (ids, messages, details, links) is printed through
+`logtext.one_line`: no line break or control character of the agent's reaches the log.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from typing import TextIO
 
 from acp_journeys.evidence import JourneyResult, RunResult
 from acp_journeys.redact import Redactor
+from acp_journeys.report.logtext import one_line
 
 SYMBOL = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}
 
@@ -24,7 +29,7 @@ class Progress:
             return
         if self.redactor:
             text = self.redactor.redact(text)
-        print(f"acp-journeys: {text}", file=self.stream, flush=True)
+        print(f"acp-journeys: {one_line(text)}", file=self.stream, flush=True)
 
     def started(self, journey_id: str) -> None:
         self.say(f"{journey_id}: started")
@@ -35,11 +40,11 @@ class Progress:
 
 
 def table(result: RunResult) -> str:
-    width = max([len(j.id) for j in result.journeys] + [7])
+    width = max([len(one_line(j.id)) for j in result.journeys] + [7])
     lines = [f"{'journey':<{width}}  verdict  seconds  failures"]
     for j in result.journeys:
-        ids = ", ".join(f.id for f in j.failures) or "-"
-        lines.append(f"{j.id:<{width}}  {SYMBOL[j.verdict]:<7}  {j.duration_s:>7.1f}  {ids}")
+        ids = one_line(", ".join(f.id for f in j.failures)) or "-"
+        lines.append(f"{one_line(j.id):<{width}}  {SYMBOL[j.verdict]:<7}  {j.duration_s:>7.1f}  {ids}")
     lines.append("")
     total = len(result.journeys)
     partial = " (partial: the run was stopped)" if result.partial else ""
@@ -47,10 +52,10 @@ def table(result: RunResult) -> str:
     details = []
     for j in result.journeys:
         for f in j.failures:
-            details.append(f"- {j.id}: {f.id}: {f.message}")
+            details.append(one_line(f"- {j.id}: {f.id}: {f.message}"))
             if f.detail:
-                details.append(f"    {f.detail}")
-            details.append(f"    see {f.doc}")
+                details.append(f"    {one_line(f.detail)}")
+            details.append(f"    see {one_line(f.doc)}")
     if details:
         lines += ["", "failures:"] + details
     return "\n".join(lines)

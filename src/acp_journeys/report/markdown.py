@@ -10,7 +10,9 @@ Rules of this module:
   reasons) is untrusted: `escape_markdown` turns it into plain text that can start no Markdown
   or HTML construct (`\\`, `|`, backticks, `*`, `_`, `[`, `]`, `#`, `~`, `$`, a leading `-`,
   `+` or `=` and the dot of a leading `1.` get a backslash; `<`, `>`, `&` become entities;
-  newlines become spaces; control and bidi characters are dropped). Fenced blocks use a
+  newlines become spaces; control and bidi characters are dropped). No bare URL, `www.` name
+  or e-mail address of agent text becomes a link on GitHub (its autolink extension): a `:`
+  before `/` and the dot of `www.` get a backslash, and `@` is followed by an invisible word joiner. Fenced blocks use a
   backtick fence longer than any backtick run inside them, so they cannot be closed from inside.
 - Links are built only from `docs_url` and the catalog's anchors, and only for http(s) URLs
   (and the one link to the HTML report's artifact, which the action gives).
@@ -64,8 +66,14 @@ def escape_markdown(text: str) -> str:
     """Plain text for any inline place (a paragraph, a list item, a table cell, bold)."""
     text = _drop_controls(" ".join(text.splitlines()).replace("\t", " "))
     out: list[str] = []
-    for c in text:
-        if c in _ENTITIES:
+    for i, c in enumerate(text):
+        if c == ":" and text[i + 1:i + 2] == "/":
+            out.append("\\:")  # "https\\://x" is no autolink
+        elif c == "." and text[max(0, i - 3):i].lower() == "www":
+            out.append("\\.")  # "www\\.x" is no autolink
+        elif c == "@":
+            out.append("@\u2060")  # an invisible word joiner: "a@\u2060b.c" is no e-mail link
+        elif c in _ENTITIES:
             out.append(_ENTITIES[c])
         elif c in _MD_SPECIAL:
             out.append("\\" + c)

@@ -1,0 +1,110 @@
+"""What an agent can make the rondar MCP hub hold: plans and the bytes of a line, each bounded.
+
+Real hub, real Unix sockets (and the real relay for the plans), as in test_mcp_server.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import tempfile
+import time
+
+import pytest
+
+from acp_journeys import mcp_server
+from acp_journeys.mcp_server import RondarMcpHub
+
+
+@pytest.fixture
+def socket_dir():
+    path = tempfile.mkdtemp(prefix="rmcp-", dir="/tmp")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+class Session:
+    """An MCP session spoken by hand on the channel's socket (what the relay would pipe)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        self.next_id = 1
+
+    @classmethod
+    async def open(cls, path: str) -> "Session":
+        reader, writer = await asyncio.open_unix_connection(path, limit=1 << 26)
+        session = cls(reader, writer)
+        await session.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                             "clientInfo": {"name": "t", "version": "1"}})
+        await session.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode() + b"\n")
+        return session
+
+    async def send(self, data: bytes, piece: int = 65536) -> None:
+        for i in range(0, len(data), piece):
+            self.writer.write(data[i:i + piece])
+            await self.writer.drain()
+
+    async def request(self, method: str, params: dict, pad: str = "") -> dict:
+        req_id, self.next_id = self.next_id, self.next_id + 1
+        message = {"jsonrpc": "2.0", "id": req_id, "method": method, "params": params}
+        if pad:
+            message["params"] = {**params, "_meta": {"pad": pad}}
+        await self.send(json.dumps(message).encode() + b"\n")
+        answer = json.loads(await asyncio.wait_for(self.reader.readline(), 60))
+        assert answer["id"] == req_id, answer
+        return answer
+
+    async def close(self) -> None:
+        self.writer.close()
+        await self.writer.wait_closed()
+
+
+def test_a_channel_keeps_a_bounded_number_and_size_of_plans(socket_dir, monkeypatch) -> None:
+    monkeypatch.setattr(mcp_server, "MAX_PLANS", 3)
+    monkeypatch.setattr(mcp_server, "MAX_PLAN_CHARS", 1000)
+
+    async def main() -> None:
+        hub = RondarMcpHub(socket_dir)
+        channel = await hub.open_channel("bounds", lambda record: None)
+        session = await Session.open(channel.socket_path)
+        try:
+            async def create(description: str) -> dict:
+                answer = await session.request("tools/call", {"name": "create_plan",
+                                                              "arguments": {"title": "T", "description": description}})
+                return answer["result"]
+
+            assert (await create("x" * 990)).get("isError") is not True
+            refused = await create("y" * 20)  # 1012 characters in all
+            assert refused["isError"] is True and "at most" in refused["content"][0]["text"]
+            assert not (await create("a")).get("isError") and not (await create("b")).get("isError")
+            assert (await create("c"))["isError"] is True  # a fourth plan
+            assert len(channel.plans) == 3
+        finally:
+            await session.close()
+            await hub.close()
+
+    asyncio.run(main())
+
+
+def test_a_long_line_costs_time_in_proportion_to_its_length(socket_dir) -> None:
+    """A 30 MB request line sent in 64 kB pieces: reading it must not re-scan what came before
+    (that took seconds of CPU, growing with the square of the length)."""
+
+    async def main() -> float:
+        hub = RondarMcpHub(socket_dir)
+        channel = await hub.open_channel("long", lambda record: None)
+        session = await Session.open(channel.socket_path)
+        try:
+            began = time.process_time()
+            answer = await session.request("tools/call", {"name": "get_plan", "arguments": {"plan_id": "PLAN-X"}},
+                                           pad="p" * (30 * 1024 * 1024))
+            spent = time.process_time() - began
+            assert answer["result"]["isError"] is True  # read whole, and answered
+            return spent
+        finally:
+            await session.close()
+            await hub.close()
+
+    spent = asyncio.run(main())
+    assert spent < 2.5, f"{spent:.1f} s of CPU for one 30 MB line"
