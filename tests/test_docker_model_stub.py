@@ -317,7 +317,7 @@ async def main():
     agent = await sb.start_agent(['python3', '-c', AGENT])
     # A read returns what one chunk of the stream held: read on to the line's end.
     line = b''
-    while not line.endswith(b'\n'):
+    while not line.endswith(b'\\n'):
         chunk = await asyncio.wait_for(agent.read_stdout(100), 20)
         if not chunk:
             break
