@@ -11,6 +11,7 @@ if [ "${ACP_JOURNEYS_SKIP_DOCKER:-}" != "1" ]; then
   scripts/build-runner-image.sh
 fi
 vibe_acp="$(scripts/setup-vibe.sh)"; [ -z "$vibe_acp" ] || export ACP_JOURNEYS_VIBE_ACP="$vibe_acp"
+claude_acp="$(scripts/setup-claude-acp.sh)"; [ -z "$claude_acp" ] || export ACP_JOURNEYS_CLAUDE_ACP="$claude_acp"
 set +e
 .venv/bin/python -m pytest "$@"
 code=$?
