@@ -4,8 +4,11 @@ exports ACP_JOURNEYS_CLAUDE_ACP; with no node these tests skip).
 
 It reads ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY; as root it wants IS_SANDBOX=1 to accept its
 permission mode, and ENABLE_TOOL_SEARCH=false keeps the MCP tools in the tool list instead of
-behind a search tool. The config template (examples/claude-code/settings.json at
-.claude/settings.json) gives every journey a home of its own, so nothing lands in the runner's.
+behind a search tool. The settings template (examples/claude-code/settings.json at
+.claude/settings.json) gives every journey a home of its own, so nothing lands in the runner's,
+and sets `permissions.defaultMode` to "default": with no default the adapter starts in "auto"
+when it can (dist/session-mode.js), where Claude Code decides about tool calls itself instead
+of asking the editor, and the journeys judge what an editor sees.
 
 The verdict its own behaviour earns:
 - The 5 journeys without Plan mode and both Plan journeys pass: it offers a `plan` mode over
