@@ -216,8 +216,9 @@ class Script:
         return handler(found, steps)
 
     def plain(self, side: str) -> Decision:
-        images = [img for m in self.conversation.messages for img in m.all_images()]
-        colour, _ = see_colour(images)
+        # A vision side call sends the image with its question: the newest user message.
+        newest = instructions.newest_user_message(self.conversation)
+        colour, _ = see_colour(list(newest.images) if newest is not None else [])
         text = f"The image is mostly {colour}." if colour else "OK."
         return Decision(intent="other", why=f"not about a journey: {side}", text=text, side=side)
 
