@@ -20,6 +20,7 @@ Rules of this module: pure functions of `ToolSpec`s; no I/O.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -216,8 +217,7 @@ def cell_reaches_mcp(tool: ToolSpec, prompt_text: str) -> bool:
 
 
 def mcp_cell_code(server: str, tool: str, arguments: dict[str, Any]) -> str:
-    import json
-
+    # JSON literals are Python literals too, for the strings and dicts used here.
     return f"print(await mcp.call_tool({json.dumps(server)}, {json.dumps(tool)}, {json.dumps(arguments)}))"
 
 
