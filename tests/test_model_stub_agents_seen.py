@@ -224,3 +224,23 @@ def test_served_requests_and_a_refused_websocket_are_no_error_of_ours(status: in
     evidence = JourneyEvidence(journey="turn-to-end", model_stub_used=True, model_requests=[served],
                                stopped_early="the turn did not end")
     assert judge_journey(evidence).verdict == "fail"
+
+
+@pytest.mark.parametrize(("system", "user", "tools", "side"), [
+    # A title request of the common shape: a short system prompt, the exchange quoted, no tools.
+    ("Generate a concise title (max 6 words) for this conversation. Return only the title.",
+     f"User: {prompts.run_sleep()}\nAssistant: [response]", (), True),
+    # The same words in the user message itself.
+    ("", f"Write a short title for this session:\n{prompts.run_sleep()}", (), True),
+    # A coding agent's turn: a long system prompt that mentions summaries, and tools.
+    ("Keep a summary of your work. Suggest tests. " + "Be careful. " * 300, prompts.run_sleep(),
+     (ToolSpec("bash", {"properties": {"command": {"type": "string"}}}),), False),
+    # A Markdown agent's turn: a long system prompt, no tools, the prompt as it is.
+    (GPTME_SYSTEM + " Summarise at the end. " + "Be careful. " * 300, prompts.run_sleep(), (), False),
+])
+def test_side_requests_of_other_shapes(system: str, user: str, tools: tuple[ToolSpec, ...], side: bool) -> None:
+    messages = ((Message("system", (system,)),) if system else ()) + (Message("user", (user,)),)
+    decision = decide(Conversation(messages, tools))
+    assert (decision.side is not None) == side, decision
+    if side:
+        assert decision.call is None and decision.text == "OK."
