@@ -57,6 +57,17 @@ while [ $# -gt 0 ]; do
         esac
         if [ "$env_name" != "$spec" ]; then export "$env_name=${spec#*=}"; fi
         envs+=(-e "$env_name"); args+=(--env "$env_name") ;;
+    --setting|--setting=*)
+        # No secret: the value goes on the runner's command line as it is. NAME alone takes this
+        # shell's value, which the runner's container does not have.
+        if [ "$1" = --setting ]; then [ $# -ge 2 ] || die "--setting needs NAME[=VALUE]"; spec="$2"; shift; else spec="${1#*=}"; fi
+        setting_name="${spec%%=*}"
+        [[ $setting_name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "--setting '$spec': expected NAME or NAME=VALUE"
+        if [ "$setting_name" = "$spec" ]; then
+            [ -n "${!setting_name+set}" ] || die "--setting $setting_name: not set in this environment"
+            spec="$setting_name=${!setting_name}"
+        fi
+        args+=(--setting "$spec") ;;
     --image|--image=*)
         have_image=1; args+=("$1"); if [ "$1" = --image ]; then [ $# -ge 2 ] || die "--image needs a name"; args+=("$2"); shift; fi ;;
     *)

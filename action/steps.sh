@@ -2,7 +2,7 @@
 # The shell steps of action.yml, one subcommand a step, so they run (and are tested) outside
 # GitHub too:
 #
-#   steps.sh prepare   check every input, make the work folder; outputs work, result-path, agent-image
+#   steps.sh prepare   check every input, make the work folder; outputs work, result-path, html-path, agent-image
 #   steps.sh build     build the agent image from the checkout (or pull the given `image`)
 #   steps.sh runner    find the runner image: local, else pulled, else built from the action's Dockerfile
 #   steps.sh run       run the journeys in the runner image against the agent image
@@ -169,6 +169,111 @@ parse_logins() {
     done
 }
 
+# SETTING_ARGS=(--setting NAME=VALUE ...) from the settings input: no secrets, so on the command
+# line as they are; NAME alone takes the step's value.
+parse_settings() {
+    SETTING_ARGS=()
+    split_lines "${1:-}"
+    local line name
+    for line in "${LINES[@]}"; do
+        name=${line%%=*}
+        [[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "input settings: a line is not NAME or NAME=VALUE (line starting '${name:0:20}')"
+        if [ "$name" = "$line" ]; then
+            [ -n "${!name+set}" ] || die "input settings: $name is not set in the step's environment (set it with env: on the step)"
+            line="$name=${!name}"
+        fi
+        case " ${ENV_NAMES[*]:-} " in *" $name "*) die "input settings: $name is in the env input too: a value is a secret (env) or not (settings)" ;; esac
+        SETTING_ARGS+=(--setting "$line")
+    done
+}
+
+# WS_FILE=(the absolute path of an input file, which must be a file in the workspace)
+workspace_file() {
+    local input=$1 given=$2 root
+    WS_FILE=$(abs_path "$given")
+    root=$(realpath -m -- "$(workspace)")
+    case $WS_FILE/ in "$root"/*) ;; *) die "input $input: $given is not in the workspace" ;; esac
+    [ -f "$WS_FILE" ] || die "input $input: $WS_FILE is not a file (write or check it out in an earlier step)"
+}
+
+# TEMPLATE_LINES=(SRC:DEST ...) of the model-stub-config-templates input, SRC made absolute.
+parse_templates() {
+    TEMPLATE_LINES=()
+    split_lines "${1:-}"
+    local line src dest
+    for line in "${LINES[@]}"; do
+        case $line in *:*) ;; *) die "input model-stub-config-templates: a line is not SRC:DEST ('$line')" ;; esac
+        src=${line%:*}
+        dest=${line##*:}
+        [ -n "$src" ] && [ -n "$dest" ] || die "input model-stub-config-templates: a line is not SRC:DEST ('$line')"
+        case /$dest/ in
+        //* | /~* | */../*) die "input model-stub-config-templates: the DEST of '$line' must be a path inside the agent's home, like .config/agent.toml" ;;
+        esac
+        workspace_file model-stub-config-templates "$src"
+        TEMPLATE_LINES+=("$WS_FILE:$dest")
+    done
+}
+
+# The inputs that the run step turns into options, checked: timeout-scale, parallel, strict, the
+# settings, the config templates (with model-stub only) and the baseline.
+check_run_inputs() {
+    local scale=${ACPJ_TIMEOUT_SCALE:-}
+    if [ -n "$scale" ]; then
+        [[ $scale =~ ^[0-9]+(\.[0-9]+)?$|^\.[0-9]+$ ]] && [[ $scale =~ [1-9] ]] \
+            || die "input timeout-scale: expected a number above 0 (like 2 or 1.5), got '$scale'"
+    fi
+    local parallel=${ACPJ_PARALLEL:-}
+    if [ -n "$parallel" ]; then
+        [[ $parallel =~ ^[1-9][0-9]{0,3}$ ]] || die "input parallel: expected a whole number of 1 or more, got '$parallel'"
+    fi
+    is_true strict "${ACPJ_STRICT:-false}" || true
+    parse_settings "${ACPJ_SETTINGS:-}"
+    parse_templates "${ACPJ_CONFIG_TEMPLATES:-}"
+    if [ "${#TEMPLATE_LINES[@]}" -gt 0 ] && ! is_true model-stub "${ACPJ_MODEL_STUB:-false}"; then
+        die "input model-stub-config-templates: the config templates are for the scripted model: set model-stub: true"
+    fi
+    no_newline baseline "${ACPJ_BASELINE:-}"
+    [ -z "${ACPJ_BASELINE:-}" ] || workspace_file baseline "$ACPJ_BASELINE"
+}
+
+# The baseline and the config templates, copied into the work folder (which every runner
+# container of the job mounts), under their own names; TEMPLATE_ARGS for the run step.
+copy_run_files() {
+    local work=$1 i=0 line src
+    if [ -n "${ACPJ_BASELINE:-}" ]; then
+        workspace_file baseline "$ACPJ_BASELINE"
+        mkdir -p "$work/baseline"
+        cp -- "$WS_FILE" "$work/baseline/$(basename -- "$WS_FILE")"
+    fi
+    for line in "${TEMPLATE_LINES[@]}"; do
+        i=$((i + 1))
+        src=${line%:*}
+        mkdir -p "$work/templates/$i"
+        cp -- "$src" "$work/templates/$i/$(basename -- "$src")"
+    done
+}
+
+# BASELINE_ARGS=(--baseline FILE) when the work folder holds the baseline.
+baseline_args() {
+    BASELINE_ARGS=()
+    local file
+    if [ -d "$1/baseline" ]; then  # the one file that prepare copied
+        file=$(find "$1/baseline" -mindepth 1 -maxdepth 1 -type f | head -n 1)
+        [ -z "$file" ] || BASELINE_ARGS=(--baseline "$file")
+    fi
+}
+
+# TEMPLATE_ARGS=(--model-stub-config-template COPY:DEST ...), in the order of the input.
+template_args() {
+    TEMPLATE_ARGS=()
+    local work=$1 i=0 line src
+    for line in "${TEMPLATE_LINES[@]}"; do
+        i=$((i + 1))
+        src=${line%:*}
+        TEMPLATE_ARGS+=(--model-stub-config-template "$work/templates/$i/$(basename -- "$src"):${line##*:}")
+    done
+}
+
 # BUILD_ARGS=(--build-arg NAME[=VALUE] ...)
 parse_build_args() {
     BUILD_ARGS=()
@@ -222,6 +327,7 @@ step_prepare() {
     parse_env "${ACPJ_ENV:-}"
     parse_logins "${ACPJ_LOGIN:-}"
     parse_build_args "${ACPJ_BUILD_ARGS:-}"
+    check_run_inputs
     no_newline image "${ACPJ_IMAGE:-}"
     no_newline runner-image "${ACPJ_RUNNER_IMAGE:-}"
     no_newline result-path "${ACPJ_RESULT_PATH:-}"
@@ -249,8 +355,10 @@ step_prepare() {
         local suffix=${work##*.}
         image="acp-journeys-agent:${sha:0:12}-${suffix,,}"
     fi
+    copy_run_files "$work"
     set_output work "$work"
     set_output result-path "$result"
+    set_output html-path "${result%.json}.html"
     set_output agent-image "$image"
     say "work folder $work; result.json goes to $result"
 }
@@ -328,8 +436,11 @@ step_run() {
     journey_args "${ACPJ_JOURNEYS:-}"
     parse_env "${ACPJ_ENV:-}"
     parse_logins "${ACPJ_LOGIN:-}"
+    check_run_inputs
     local work=$ACPJ_WORK
     local produced=$work/result.json
+    baseline_args "$work"
+    template_args "$work"
     runner_args "$work"
     # The MCP sockets of the journeys: in a short host path of their own (a Unix socket's path has
     # a bound of about 100 bytes, which a runner's temp folder can come near), shared as it is.
@@ -340,16 +451,21 @@ step_run() {
     name="acp-journeys-runner-${name,,}"
     local cli=(run --image "$ACPJ_AGENT_IMAGE" --output "$produced" "${JOURNEY_ARGS[@]}")
     [ -z "${GITHUB_SHA:-}" ] || cli+=(--subject-sha "$GITHUB_SHA")
+    cli+=(--html "${produced%.json}.html")  # the HTML report, uploaded beside result.json
     if is_true network "${ACPJ_NETWORK:-false}"; then cli+=(--network); fi
     if is_true model-stub "${ACPJ_MODEL_STUB:-false}"; then cli+=(--model-stub); fi
     [ -z "${ACPJ_DOCS_URL:-}" ] || cli+=(--docs-url "$ACPJ_DOCS_URL")
+    [ -z "${ACPJ_TIMEOUT_SCALE:-}" ] || cli+=(--timeout-scale "$ACPJ_TIMEOUT_SCALE")
+    [ -z "${ACPJ_PARALLEL:-}" ] || cli+=(--parallel "$ACPJ_PARALLEL")
+    if is_true strict "${ACPJ_STRICT:-false}"; then cli+=(--strict); fi
+    cli+=("${SETTING_ARGS[@]}" "${TEMPLATE_ARGS[@]}" "${BASELINE_ARGS[@]}")
     local env_opts=() name_
     for name_ in "${ENV_NAMES[@]}"; do
         env_opts+=(-e "$name_")
         cli+=(--env "$name_")  # NAME alone: the runner reads the value from its environment
     done
     cli+=("${LOGIN_ARGS[@]}" -- "${ARGV[@]}")
-    rm -f "$produced"
+    rm -f "$produced" "${produced%.json}.html"
 
     # In the background, waited for, so that a cancelled job's SIGTERM reaches the journeys
     # (which then stop cleanly, remove their containers and write a partial result.json). The
@@ -377,6 +493,10 @@ step_run() {
     set_output exit-code "$code"
     if [ -f "$produced" ] && [ "$produced" != "$ACPJ_RESULT_PATH" ]; then
         cp -- "$produced" "$ACPJ_RESULT_PATH"
+    fi
+    local html=${produced%.json}.html
+    if [ -f "$html" ] && [ -n "${ACPJ_HTML_PATH:-}" ] && [ "$html" != "$ACPJ_HTML_PATH" ]; then
+        cp -- "$html" "$ACPJ_HTML_PATH"
     fi
     case $code in
     0 | 1) return 0 ;;  # a verdict; the gate step decides what a failure means for the job
@@ -426,7 +546,10 @@ step_report() {
         [ -z "${!var:-}" ] || env_opts+=(-e "$var")
     done
     local cli=(report "$work/result.json" --github --check-name "${ACPJ_CHECK_NAME:-ACP journeys}")
+    [ -z "${ACPJ_ARTIFACT_URL:-}" ] || cli+=(--artifact-url "$ACPJ_ARTIFACT_URL")  # of the HTML report
     [ -z "${ACPJ_DOCS_URL:-}" ] || cli+=(--docs-url "$ACPJ_DOCS_URL")
+    baseline_args "$work"
+    cli+=("${BASELINE_ARGS[@]}")
     # The host's network: the GitHub API (or a stand-in on loopback) is reached as from the job.
     local code=0
     docker run "${RUNNER_ARGS[@]}" --network host "${FILE_MOUNTS[@]}" "${FILE_ENV[@]}" "${env_opts[@]}" \
@@ -445,6 +568,8 @@ step_gate() {
     runner_args "$work"
     local cli=(verify "$work/result.json")
     [ -z "${GITHUB_SHA:-}" ] || cli+=(--expect-sha "$GITHUB_SHA")
+    baseline_args "$work"
+    cli+=("${BASELINE_ARGS[@]}")
     local code=0
     docker run "${RUNNER_ARGS[@]}" --network none "$ACPJ_RUNNER_IMAGE" "${cli[@]}" >"$work/verify.log" 2>&1 || code=$?
     local verdict=${ACPJ_VERDICT:-}

@@ -45,7 +45,9 @@ PR_HEAD_SHA = "f" * 40
 ISSUE_INPUTS = {"agent-command", "context", "dockerfile", "image", "build-args", "journeys", "network", "model-stub",
                 "env",
                 "login", "runner-image", "github-token", "check-name", "fail-on-failure", "result-path",
-                "artifact-name", "docs-url"}
+                "artifact-name", "docs-url",
+                # the command line's options too (the action can do what the command line can)
+                "baseline", "timeout-scale", "strict", "parallel", "model-stub-config-templates", "settings"}
 ISSUE_OUTPUTS = {"verdict", "passed", "failed", "result-path", "check-url"}
 
 
@@ -104,11 +106,14 @@ def test_no_run_step_holds_an_expression() -> None:
 def test_action_steps_order_and_conditions() -> None:
     steps = load_yaml(ROOT / "action.yml")["runs"]["steps"]
     ids = [s.get("id") or s.get("uses") for s in steps]
-    assert ids == ["prepare", "build", "runner", "run", "report", "actions/upload-artifact@v4", "gate"]
-    by = {s.get("id") or "upload": s for s in steps}
+    assert ids == ["prepare", "build", "runner", "run", "upload", "report", "gate"]
+    by = {s.get("id"): s for s in steps}
     assert by["report"]["if"] == "always()" and by["gate"]["if"] == "always()"
-    assert by["upload"]["if"].startswith("always()")
-    assert by["upload"]["with"]["path"] == "${{ steps.prepare.outputs.result-path }}"
+    assert by["upload"]["if"].startswith("always()") and by["upload"]["uses"] == "actions/upload-artifact@v4"
+    # result.json and the HTML report beside it, in one artifact that the report's summaries link.
+    assert by["upload"]["with"]["path"].splitlines() == ["${{ steps.prepare.outputs.result-path }}",
+                                                          "${{ steps.prepare.outputs.html-path }}"]
+    assert by["report"]["env"]["ACPJ_ARTIFACT_URL"] == "${{ steps.upload.outputs.artifact-url }}"
     assert by["upload"]["with"]["name"] == "${{ inputs.artifact-name }}"
 
 
@@ -215,6 +220,7 @@ elif args[:1] == ["run"]:
         out = cli[cli.index("--output") + 1]
         if os.environ.get("FAKE_DOCKER_WRITE_RESULT", "1") == "1":
             open(out, "w").write('{{"fake": true}}')
+            open(cli[cli.index("--html") + 1], "w").write("<!DOCTYPE html>fake")
         code = int(os.environ.get("FAKE_DOCKER_RUN_EXIT", "0"))
     elif cli[:1] == ["verify"]:
         code = int(os.environ.get("FAKE_DOCKER_VERIFY_EXIT", "0"))
@@ -284,7 +290,8 @@ class FakeSteps:
         out = self("prepare", ACPJ_AGENT_COMMAND="agent --acp", **env)
         assert out.code == 0, out.log
         return {"ACPJ_WORK": out.outputs["work"], "ACPJ_RESULT_PATH": out.outputs["result-path"],
-                "ACPJ_AGENT_IMAGE": "agent:test", "ACPJ_RUNNER_IMAGE": "runner:test"}
+                "ACPJ_HTML_PATH": out.outputs["html-path"], "ACPJ_AGENT_IMAGE": "agent:test",
+                "ACPJ_RUNNER_IMAGE": "runner:test"}
 
 
 @pytest.fixture
@@ -300,10 +307,12 @@ def test_prepare_makes_the_work_folder_and_the_agent_image_name(fake: FakeSteps)
     work = Path(out.outputs["work"])
     assert work.is_dir() and work.parent == fake.temp
     assert out.outputs["result-path"] == str(work / "result.json")
+    assert out.outputs["html-path"] == str(work / "result.html")
     assert out.outputs["agent-image"].startswith(f"acp-journeys-agent:{SHA[:12]}-")
     assert out.calls == []  # nothing reaches docker before the build step
     custom = fake("prepare", ACPJ_AGENT_COMMAND="agent", ACPJ_RESULT_PATH="out/result.json", ACPJ_IMAGE="mine:1")
     assert custom.outputs["result-path"] == str(fake.workspace / "out" / "result.json")
+    assert custom.outputs["html-path"] == str(fake.workspace / "out" / "result.html")
     assert (fake.workspace / "out").is_dir() and custom.outputs["agent-image"] == "mine:1"
 
 
@@ -323,6 +332,23 @@ def test_prepare_makes_the_work_folder_and_the_agent_image_name(fake: FakeSteps)
     ({"ACPJ_CONTEXT": "nowhere"}, "input context: "),
     ({"ACPJ_DOCKERFILE": "agent/Dockerfile"}, "no Dockerfile at"),
     ({"ACPJ_RESULT_PATH": "a\nb"}, "input result-path: must be one line"),
+    ({"ACPJ_TIMEOUT_SCALE": "fast"}, "input timeout-scale: expected a number above 0 (like 2 or 1.5), got 'fast'"),
+    ({"ACPJ_TIMEOUT_SCALE": "0"}, "input timeout-scale: expected a number above 0"),
+    ({"ACPJ_TIMEOUT_SCALE": "-2"}, "input timeout-scale: expected a number above 0"),
+    ({"ACPJ_PARALLEL": "0"}, "input parallel: expected a whole number of 1 or more, got '0'"),
+    ({"ACPJ_PARALLEL": "2.5"}, "input parallel: expected a whole number of 1 or more"),
+    ({"ACPJ_STRICT": "very"}, "input strict: expected true or false, got 'very'"),
+    ({"ACPJ_SETTINGS": "not a name=1"}, "input settings: a line is not NAME or NAME=VALUE"),
+    ({"ACPJ_SETTINGS": "UNSET_IN_STEP"}, "input settings: UNSET_IN_STEP is not set in the step's environment"),
+    ({"ACPJ_SETTINGS": "API_KEY=x", "ACPJ_ENV": "API_KEY=y"}, "input settings: API_KEY is in the env input too"),
+    ({"ACPJ_BASELINE": "no-such-baseline.yml"}, "input baseline: "),
+    ({"ACPJ_BASELINE": "/etc/hostname"}, "input baseline: /etc/hostname is not in the workspace"),
+    ({"ACPJ_MODEL_STUB": "true", "ACPJ_CONFIG_TEMPLATES": "Dockerfile"}, "input model-stub-config-templates: a line is not SRC:DEST"),
+    ({"ACPJ_MODEL_STUB": "true", "ACPJ_CONFIG_TEMPLATES": "Dockerfile:/etc/agent.toml"}, "must be a path inside the agent's home"),
+    ({"ACPJ_MODEL_STUB": "true", "ACPJ_CONFIG_TEMPLATES": "Dockerfile:.config/../../x"}, "must be a path inside the agent's home"),
+    ({"ACPJ_MODEL_STUB": "true", "ACPJ_CONFIG_TEMPLATES": "missing.toml:.config/a.toml"}, "is not a file"),
+    ({"ACPJ_MODEL_STUB": "true", "ACPJ_CONFIG_TEMPLATES": "../outside.toml:.config/a.toml"}, "is not in the workspace"),
+    ({"ACPJ_CONFIG_TEMPLATES": "Dockerfile:.config/a.toml"}, "set model-stub: true"),
 ])
 def test_prepare_rejects_bad_inputs_before_any_build(fake: FakeSteps, env: dict[str, str], message: str) -> None:
     out = fake("prepare", **{"ACPJ_AGENT_COMMAND": "agent --acp", **env})
@@ -353,6 +379,7 @@ def test_run_turns_the_inputs_into_options(fake: FakeSteps) -> None:
         "turn-to-end", "image-and-file", "stop-running-turn"]
     assert "--network" in head and "--model-stub" in head and head[head.index("--subject-sha") + 1] == SHA
     assert head[head.index("--docs-url") + 1] == "https://example.test/doc"
+    assert head[head.index("--html") + 1] == f"{env['ACPJ_WORK']}/result.html"
     assert [head[i + 1] for i, a in enumerate(head) if a == "--env"] == ["API_KEY", "FROM_STEP"]
     assert [head[i + 1] for i, a in enumerate(head) if a == "--login"] == [
         f"{fake.workspace}/auth.json:/root/.config/agent/auth.json", f"{fake.base['HOME']}/.agentrc"]
@@ -371,6 +398,46 @@ def test_run_turns_the_inputs_into_options(fake: FakeSteps) -> None:
     assert not any("s3cr3t" in a for a in argv), argv
     assert "s3cr3t" not in out.log
     assert out.outputs["exit-code"] == "0"
+
+
+def test_run_turns_the_new_inputs_into_options(fake: FakeSteps) -> None:
+    (fake.workspace / "acp").mkdir()
+    (fake.workspace / "acp" / "baseline.yml").write_text("- stop-running-turn\n")
+    (fake.workspace / "acp" / "config.toml").write_text('url = "{model_url}/v1"\n')
+    (fake.workspace / "acp" / "models.json").write_text("{}")
+    inputs = dict(ACPJ_BASELINE="acp/baseline.yml", ACPJ_TIMEOUT_SCALE="2.5", ACPJ_STRICT="true", ACPJ_PARALLEL="3",
+                  ACPJ_MODEL_STUB="true", ACPJ_SETTINGS="AGENT_MODEL=stub model\n# no\nKERNEL_PYTHON\n",
+                  KERNEL_PYTHON="/opt/kernel/bin/python",
+                  ACPJ_CONFIG_TEMPLATES="acp/config.toml:.config/agent/config.toml\nacp/models.json:.prime/agent/models.json")
+    env = fake.prepared(**inputs)
+    work = Path(env["ACPJ_WORK"])
+    # Copied into the work folder, which every runner container mounts (the workspace is not).
+    assert (work / "baseline" / "baseline.yml").read_text() == "- stop-running-turn\n"
+    assert (work / "templates" / "1" / "config.toml").exists() and (work / "templates" / "2" / "models.json").exists()
+    out = fake("run", **env, **inputs, ACPJ_AGENT_COMMAND="agent")
+    assert out.code == 0, out.log
+    [call] = out.call("run")
+    head = call["cli"][:call["cli"].index("--")]
+    assert head[head.index("--timeout-scale") + 1] == "2.5" and head[head.index("--parallel") + 1] == "3"
+    assert "--strict" in head and "--model-stub" in head
+    assert [head[i + 1] for i, a in enumerate(head) if a == "--setting"] == [
+        "AGENT_MODEL=stub model", "KERNEL_PYTHON=/opt/kernel/bin/python"]
+    assert [head[i + 1] for i, a in enumerate(head) if a == "--model-stub-config-template"] == [
+        f"{work}/templates/1/config.toml:.config/agent/config.toml",
+        f"{work}/templates/2/models.json:.prime/agent/models.json"]
+    assert head[head.index("--baseline") + 1] == f"{work}/baseline/baseline.yml"
+    # The report and the gate judge under the same baseline.
+    Path(work, "result.json").write_text("{}")
+    report = fake("report", ACPJ_WORK=str(work), ACPJ_RUNNER_IMAGE="runner:test")
+    assert report.call("run")[0]["cli"][-2:] == ["--baseline", f"{work}/baseline/baseline.yml"]
+    gate = fake("gate", ACPJ_WORK=str(work), ACPJ_RUNNER_IMAGE="runner:test")
+    assert gate.call("run")[0]["cli"][-2:] == ["--baseline", f"{work}/baseline/baseline.yml"]
+    # Without them: none of these options.
+    plain = fake.prepared()
+    out = fake("run", **plain, ACPJ_AGENT_COMMAND="agent")
+    head = out.call("run")[0]["cli"]
+    assert not {"--timeout-scale", "--parallel", "--strict", "--setting", "--baseline",
+                "--model-stub-config-template"} & set(head)
 
 
 def test_run_as_a_non_root_user_keeps_the_files_theirs(fake: FakeSteps) -> None:
@@ -395,6 +462,7 @@ def test_run_exit_codes(fake: FakeSteps, exit_code: int, step_code: int) -> None
         assert "the journeys did not run (exit 2)" in out.log and not copied.exists()
     else:
         assert copied.read_text() == '{"fake": true}'  # where the upload step takes it
+        assert (fake.workspace / "reports" / "result.html").read_text() == "<!DOCTYPE html>fake"
     if exit_code == 143:
         assert "result.json is partial" in out.log
 
@@ -486,11 +554,13 @@ def test_report_shares_the_github_files_and_never_fails(fake: FakeSteps) -> None
     event.write_text("{}")
     out = fake("report", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test",
                ACPJ_CHECK_NAME="My check", GITHUB_STEP_SUMMARY=str(summary), GITHUB_EVENT_PATH=str(event),
-               GITHUB_TOKEN=TOKEN, GITHUB_REPOSITORY="o/r", GITHUB_API_URL="http://127.0.0.1:1")
+               GITHUB_TOKEN=TOKEN, GITHUB_REPOSITORY="o/r", GITHUB_API_URL="http://127.0.0.1:1",
+               ACPJ_ARTIFACT_URL="https://github.example.test/o/r/actions/runs/1/artifacts/2")
     assert out.code == 0, out.log
     [call] = out.call("run")
     argv = call["argv"]
-    assert call["cli"] == ["report", f"{env['ACPJ_WORK']}/result.json", "--github", "--check-name", "My check"]
+    assert call["cli"] == ["report", f"{env['ACPJ_WORK']}/result.json", "--github", "--check-name", "My check",
+                           "--artifact-url", "https://github.example.test/o/r/actions/runs/1/artifacts/2"]
     assert f"{summary}:{summary}:rw" in argv and f"{event}:{event}:ro" in argv and summary.exists()
     assert argv[argv.index("--network") + 1] == "host"
     assert call["env"]["GITHUB_TOKEN"] == TOKEN and TOKEN not in argv
@@ -540,11 +610,16 @@ def _agent_repo(workspace: Path) -> None:
 
 
 def _run_action(tmp_path: Path, api: FakeGitHub, inputs: dict[str, str],  # type: ignore[no-untyped-def]
-                event_name: str = "push"):
+                event_name: str = "push", files: dict[str, str] | None = None):
     workspace, temp = tmp_path / "workspace", tmp_path / "runner-temp"
     workspace.mkdir()
     temp.mkdir()
     _agent_repo(workspace)
+    for name, text in (files or {}).items():  # more files of the agent repository
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_text(text)
+        if text.startswith("#!"):
+            (workspace / name).chmod(0o755)
     event = tmp_path / "event.json"
     if event_name == "pull_request":  # GITHUB_SHA is then the merge commit; the check goes on the head
         event.write_text(json.dumps({"number": 7, "pull_request": {"head": {"sha": PR_HEAD_SHA}}}))
@@ -576,10 +651,13 @@ def _check_common(run, api: FakeGitHub, *, verdict: str, check_name: str,  # typ
                            capture_output=True, text=True)
     assert label.stdout.strip() == SHA, label.stderr
     assert steps["runner"].outputs["runner-image"] == RUNNER_IMAGE
-    # result.json is where the upload step takes it.
+    # result.json and the HTML report are where the upload step takes them.
     upload = next(s for s in run.steps if s.uses == "actions/upload-artifact@v4")
-    assert upload.ran and upload.with_["path"] == run.outputs["result-path"]
-    result = json.loads(Path(upload.with_["path"]).read_text())
+    result_path, html_path = upload.with_["path"].splitlines()
+    assert upload.ran and result_path == run.outputs["result-path"]
+    assert html_path == result_path.removesuffix(".json") + ".html"
+    result = json.loads(Path(result_path).read_text())
+    assert f"ACP journeys: {verdict.upper()}" in Path(html_path).read_text()
     assert result["verdict"] == verdict
     assert result["subject"] == {"sha": SHA, "image": image}
     assert result["launch"]["kind"] == "docker" and result["launch"]["env"] == ["AGENT_SECRET"]
@@ -597,7 +675,8 @@ def _check_common(run, api: FakeGitHub, *, verdict: str, check_name: str,  # typ
     assert payload["conclusion"] == ("success" if verdict == "pass" else "failure")
     assert payload["details_url"] == "https://github.example.test/o/agent/actions/runs/42"
     # The agent's secret is nowhere: not in result.json, the logs, the summary or the outputs.
-    everything = Path(upload.with_["path"]).read_text() + run.log + run.summary + json.dumps(run.outputs)
+    everything = (Path(result_path).read_text() + Path(html_path).read_text() + run.log + run.summary
+                  + json.dumps(run.outputs))
     assert "hunter2-secret-value" not in everything and TOKEN not in run.log
     return result
 
@@ -653,6 +732,93 @@ def test_end_to_end_a_failing_agent_fails_the_job_unless_told(engine_images: Non
             assert gate.outcome == "success" and not run.failed, run.log
             assert "fail-on-failure is false" in gate.log
         print(f"end to end, failing agent (fail-on-failure {fail_on_failure}): {seconds:.1f} s")
+    finally:
+        _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
+
+
+def test_end_to_end_a_baseline_turns_a_known_failure_green(engine_images: None, tmp_path: Path,
+                                                          github_api: FakeGitHub) -> None:
+    """The failing agent's known failure in the baseline: the job passes, the check run is green
+    and still lists the failure; strict, timeout-scale and parallel reach the run as well."""
+    run, seconds = _run_action(tmp_path, github_api, {
+        "agent-command": "/agent/bin/failing-agent",
+        "dockerfile": "examples/failing-agent/Dockerfile",
+        "build-args": f"BASE_IMAGE={BASE_IMAGE}",
+        "journeys": "turn-to-end stop-running-turn",
+        "baseline": ".github/acp-baseline.yml",
+        "timeout-scale": "2",
+        "strict": "true",
+        "parallel": "1",
+    }, files={".github/acp-baseline.yml": "- id: stop-running-turn:stop-reason\n  reason: cancel lands in 2.0\n"})
+    try:
+        assert not run.failed, run.log
+        assert [s.outcome for s in run.steps] == ["success"] * 7, run.log
+        result = json.loads(Path(run.outputs["result-path"]).read_text())
+        # result.json keeps what happened; the baseline decides what it means for the job.
+        assert result["verdict"] == "fail" and result["passed"] == 1
+        assert result["strict"] is True and result["timeout_scale"] == 2.0
+        [journey] = [j for j in result["journeys"] if j["verdict"] == "fail"]
+        assert journey["id"] == "stop-running-turn" and [f["id"] for f in journey["failures"]] == ["stop-reason"]
+        assert run.outputs["verdict"] == "pass"
+        [request] = github_api.requests
+        payload = json.loads(request["body"])
+        assert payload["conclusion"] == "success"
+        assert "stop-reason" in payload["output"]["summary"] and "cancel lands in 2.0" in payload["output"]["summary"]
+        assert "baseline: 1 expected" in payload["output"]["title"]
+        assert "verdict: pass" in run.step("gate").log
+        print(f"end to end, baseline: {seconds:.1f} s")
+    finally:
+        _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
+
+
+FILE_CONFIGURED_AGENT = """#!/usr/bin/env python3
+# An agent that reads its model endpoint from a file in its home (as Mistral Vibe, Hermes,
+# kimi-cli and prime-agent do), named by the AGENT_CONFIG setting: with no file, or an endpoint
+# that does not answer, it cannot start. Then it is the reference agent.
+import json, os, sys, urllib.request
+path = os.path.expanduser(os.environ.get("AGENT_CONFIG", "~/.config/file-agent/config.json"))
+try:
+    with open(path) as fh:
+        url = json.load(fh)["base_url"]
+    with urllib.request.urlopen(url.rstrip("/") + "/models", timeout=10) as answer:
+        json.load(answer)
+except Exception as exc:
+    sys.exit(f"file-configured-agent: no model endpoint: {exc}")
+os.execvp("python3", ["python3", "/agent/reference_agent.py", *sys.argv[1:]])
+"""
+
+
+def test_end_to_end_a_config_template_serves_a_file_configured_agent(engine_images: None, tmp_path: Path,
+                                                                     github_api: FakeGitHub) -> None:
+    """An agent that reads its endpoint from ~/.config: the config template (SRC in the
+    workspace) is written with the scripted model's address into each journey's home, and a
+    setting (no secret) tells the agent where; it reaches the stub and passes."""
+    folder = "examples/file-configured-agent"
+    run, seconds = _run_action(tmp_path, github_api, {
+        "agent-command": "/agent/bin/file-configured-agent",
+        "dockerfile": f"{folder}/Dockerfile",
+        "build-args": f"BASE_IMAGE={BASE_IMAGE}",
+        "journeys": "turn-to-end follow-up-after-restart",
+        "model-stub": "true",
+        "model-stub-config-templates": f"{folder}/config.json:.config/file-agent/agent.json",
+        "settings": "AGENT_CONFIG=~/.config/file-agent/agent.json",
+    }, files={
+        f"{folder}/file-configured-agent": FILE_CONFIGURED_AGENT,
+        f"{folder}/config.json": '{"base_url": "{model_url}/v1"}\n',
+        f"{folder}/Dockerfile": "ARG BASE_IMAGE=python:3.12-slim\nFROM ${BASE_IMAGE}\n"
+                                "COPY src/acp_journeys/bundled/reference_agent.py /agent/reference_agent.py\n"
+                                f"COPY {folder}/file-configured-agent /agent/bin/file-configured-agent\n",
+    })
+    try:
+        assert not run.failed, run.log
+        result = json.loads(Path(run.outputs["result-path"]).read_text())
+        assert result["verdict"] == "pass" and result["passed"] == 2, run.log
+        assert result["launch"]["settings"] == {"AGENT_CONFIG": "~/.config/file-agent/agent.json"}
+        for journey in result["journeys"]:
+            # Each agent process asked the stub, on the journey's own route, through the file.
+            models = [r for r in journey["evidence"]["model_requests"] if r["dialect"] == "models"]
+            assert len(models) == len(journey["evidence"]["processes"]) and models[0]["tag"] == journey["id"]
+        print(f"end to end, config template: {seconds:.1f} s")
     finally:
         _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
 
@@ -715,6 +881,17 @@ def test_the_init_workflow_uses_only_inputs_of_the_action(tmp_path: Path) -> Non
     steps = [s for job in load_yaml(path)["jobs"].values() for s in job["steps"]
              if str(s.get("uses", "")).startswith("rondar/acp-journeys@")]
     assert steps and all(set(s["with"]) <= declared for s in steps)
+    # The commented examples: uncommented, they are inputs of the action, the new ones included.
+    text = path.read_text()
+    assert "# baseline: " in text
+    uncommented = "\n".join(line.replace("          # ", "          ", 1)
+                            if line.startswith("          # ") and not line.startswith("          # More") else line
+                            for line in text.splitlines())
+    path.write_text(uncommented + "\n")
+    [step] = [s for job in load_yaml(path)["jobs"].values() for s in job["steps"]
+              if str(s.get("uses", "")).startswith("rondar/acp-journeys@")]
+    assert {"baseline", "timeout-scale", "strict", "parallel", "model-stub-config-templates", "settings"} \
+        <= set(step["with"]) <= declared
     proc = subprocess.run([tool("actionlint"), "-no-color", str(path)], capture_output=True, text=True,
                           env=offline_env(), timeout=120)
     assert proc.returncode == 0, proc.stdout

@@ -590,8 +590,10 @@ def test_run_sh_runs_the_runner_image_with_the_agent_dir(engine: Any, tmp_path: 
     secret = "run-sh-canary-5e1f2a9b"
     command = [str(ROOT / "run.sh"), "--agent-dir", str(BUNDLED), "-q", "--journey", "turn-to-end",
                "--journey", "follow-up-after-restart", "--env", f"AGENT_TOKEN={secret}",
+               "--setting", "AGENT_MODEL=stub-model", "--setting", "AGENT_KERNEL",
                "--", "python3", "/agent/reference_agent.py"]
-    runner = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    runner = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                              env={**os.environ, "AGENT_KERNEL": "/opt/kernel/bin/python"})
     # While it runs, the runner container's command line holds the name, never the value.
     seen_args: list[str] = []
     deadline = time.monotonic() + 120
@@ -607,6 +609,9 @@ def test_run_sh_runs_the_runner_image_with_the_agent_dir(engine: Any, tmp_path: 
 
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["passed"] == 2 and result["launch"]["kind"] == "docker"
+    # Settings are no secrets: on the command line, in result.json as they are (NAME alone: this shell's value).
+    assert "AGENT_MODEL=stub-model" in seen_args and "AGENT_KERNEL=/opt/kernel/bin/python" in seen_args
+    assert result["launch"]["settings"] == {"AGENT_MODEL": "stub-model", "AGENT_KERNEL": "/opt/kernel/bin/python"}
     left = [c for c in engine.api.containers(all=True, filters={"label": sup.LABEL})
             if c["Labels"].get(sup.LABEL_OWNER, "").startswith("container:acpj-runner-")]
     assert left == []

@@ -315,7 +315,14 @@ async def main():
     stub.add_unix_listener(socket_path)
     sb.extra_env = {'MODEL_BASE': base + '/t/v/v1'}
     agent = await sb.start_agent(['python3', '-c', AGENT])
-    print((await asyncio.wait_for(agent.read_stdout(100), 20)).decode(), end='')
+    # A read returns what one chunk of the stream held: read on to the line's end.
+    line = b''
+    while not line.endswith(b'\n'):
+        chunk = await asyncio.wait_for(agent.read_stdout(100), 20)
+        if not chunk:
+            break
+        line += chunk
+    print(line.decode(), end='')
     print('listed', [p.pid for p in await sb.agent_processes()] == [agent.pid])
     await agent.close_stdin()
     print('exit', await agent.wait(10))

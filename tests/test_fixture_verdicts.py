@@ -6,6 +6,7 @@ that `verify` finds the same verdict in the result.json it wrote.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -57,6 +58,7 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     "garbage-stdout": {},
     "stderr-flood": {},
     "huge-chunk": {},
+    "hostile-text": {},  # markup in the reply and on stderr: a fixture for the reports' escaping
     "oversized-line": {},
     # It never answers a prompt, but answers session/cancel at once (with cancelled).
     "asks-client-fs": {},
@@ -67,6 +69,9 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
                            "image-and-file": ["reply-missing-red", "reply-missing-word"],
                            "plan-turn-saved-plan": ["reply-missing-plan-id"]},
     "hang-turn": {**every("timeout"), "stop-running-turn": ["no-tool-call-before-cancel", "sleep-never-started"]},
+    # Its processes share a daemon in $TMPDIR: 7 journeys at once, each with a TMPDIR of its own,
+    # each with a daemon of its own, left after the agent ended (issue: journeys shared TMPDIR).
+    "shared-daemon": every("process-left"),
 }
 
 
@@ -127,6 +132,30 @@ def test_daemon_is_recorded_and_killed(tmp_path):
     for leftover in leftovers:
         assert not psutil.pid_exists(leftover["pid"]) or \
             psutil.Process(leftover["pid"]).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_daemon_in_tmpdir_is_each_journeys_own_and_left_in_each(tmp_path):
+    import psutil
+
+    outcome = run_journeys(reference_agent("shared-daemon"), tmp_path)  # all 7 at once
+    assert outcome.failures() == every("process-left"), outcome.stdout
+    sockets = set()
+    for journey in outcome.result["journeys"]:
+        processes = journey["evidence"]["processes"]
+        for process in processes:
+            [daemon] = process["leftovers"]
+            assert daemon["argv"][-2] == "--daemon-socket", daemon
+            sockets.add(daemon["argv"][-1])
+            assert not psutil.pid_exists(daemon["pid"]) or \
+                psutil.Process(daemon["pid"]).status() == psutil.STATUS_ZOMBIE
+        # The restart's second process found no daemon (the first one's was killed) and made one.
+        assert len(processes) == (2 if journey["id"] == "follow-up-after-restart" else 1)
+    folders = {os.path.dirname(s) for s in sockets}
+    assert len(folders) == 7, folders  # one TMPDIR per journey
+    assert not any(os.path.exists(f) for f in folders)  # removed with the journey
+    # run and verify show each leftover the same way: one line, clipped (the argv above is whole).
+    shown = [line for line in outcome.stdout.splitlines() if " left pid " in line]
+    assert len(shown) == 7 and shown == [line for line in verify(outcome.path).stdout.splitlines() if " left pid " in line]
 
 
 def test_late_updates_are_recorded_apart_from_the_reply(tmp_path):

@@ -828,3 +828,73 @@ def test_judge_result_counts_an_error_journey_as_not_passed() -> None:
     result = judge_result(run_of(stored(e), stored(turn_to_end())))
     assert [j.verdict for j in result.journeys] == ["error", "pass"] and result.verdict == "fail"
     assert (result.passed, result.failed) == (1, 1)
+
+
+# --- leftovers on one line, and the model endpoint's hints only with the failure they explain ------
+
+def test_a_left_process_is_shown_on_one_line_clipped() -> None:
+    title = "agent-daemon" + " " * 300 + "--serve"  # a process that set its own title
+    source = "python3 -c 'import time\nwhile True:\n    time.sleep(1)\n'"
+    e = with_process(turn_to_end(), leftovers=[leftover(1, title), leftover(2, source),
+                                               leftover(3, "node " + "x" * 400)])
+    text = detail(fails_with(e, "process-left"), "process-left")
+    assert "\n" not in text and "  " not in text
+    assert "pid 1 `agent-daemon --serve`" in text
+    assert "pid 2 `python3 -c 'import time while True: time.sleep(1) '`" in text
+    shown = text.split("pid 3 `", 1)[1].split("`", 1)[0]
+    assert len(shown) == 120 and shown.endswith("…")
+
+
+def stub_record(seq: int = 1, intent: str = "reply", **changes: Any) -> dict[str, Any]:
+    from acp_journeys.model_stub.records import RequestRecord
+
+    fields: dict[str, Any] = dict(seq=seq, at=1.0, tag="j", method="POST", path="/v1/chat/completions",
+                                  dialect="openai-chat", status=200, intent=intent)
+    fields.update(changes)
+    return RequestRecord(**fields).to_dict()
+
+
+def test_a_hint_goes_only_with_the_failure_it_explains() -> None:
+    # The turn never ran its sleep because no shell tool reached the model, and a daemon was left.
+    e = stop_turn(cancel_sent_at=None, answered_at=3.0, stop="end_turn", cancel_trigger=None, tool_calls=[])
+    e = with_process(e, leftovers=[leftover(7, "agent-daemon")])
+    e.model_stub_used = True
+    e.model_requests = [stub_record(intent="shell", why="no shell tool offered: tools were [read_file]",
+                                    decision={"text": "I cannot run commands."})]
+    judgement = fails_with(e, "process-left", "sleep-never-started")
+    assert "model endpoint" not in detail(judgement, "process-left")
+    assert "model endpoint: the agent offered no shell tool to the model" in detail(judgement, "sleep-never-started")
+    assert "model endpoint: the agent offered no shell tool to the model" in judgement.warnings
+
+
+def test_no_request_to_the_model_is_no_hint_before_any_prompt() -> None:
+    # A Plan journey that stopped at session/new (no Plan mode): the model was never asked anything.
+    e = plan_saved(switch=PlanSwitchEvidence(how=None, offered_modes=["default"]), with_turn=False)
+    e.model_stub_used = True
+    judgement = fails_with(e, "no-plan-mode")
+    assert "model endpoint" not in detail(judgement, "no-plan-mode")
+    assert not any("model endpoint" in w for w in judgement.warnings)
+    # Once a prompt went out, the same silence explains a turn that failed.
+    e = turn_to_end(reply="", update_counts={})
+    e.model_stub_used = True
+    judgement = fails_with(e, "reply-not-in-chunks")
+    assert "model endpoint: the agent sent no request to the model endpoint" in detail(judgement, "reply-not-in-chunks")
+
+
+def test_every_hint_explains_known_failure_ids() -> None:
+    from acp_journeys.model_stub.records import HINT_EXPLAINS, TURN_OUTCOMES, RequestRecord, explains, hints
+
+    records = [RequestRecord.from_dict(r) for r in (
+        stub_record(1, "read_and_look"),
+        stub_record(2, "shell", why="no shell tool offered"),
+        stub_record(3, "recall", decision={"text": "I don't know."}),
+        stub_record(4, "plan", why="no create_plan tool offered"))]
+    found = hints(records)
+    assert len(found) == 4
+    for hint in found + hints([]):
+        assert explains(hint) and explains(hint) <= set(catalog.FAILURES), hint
+        assert "process-left" not in explains(hint) and "no-plan-mode" not in explains(hint)
+    # Each entry of the table names a hint that hints() gives.
+    assert {start for start, _ in HINT_EXPLAINS} - {"the image reached the model in a form"} == {
+        next(start for start, _ in HINT_EXPLAINS if h.startswith(start)) for h in found}
+    assert TURN_OUTCOMES <= set(catalog.FAILURES)

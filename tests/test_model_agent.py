@@ -63,7 +63,7 @@ def test_model_stub_and_its_placeholder_are_checked(tmp_path: Path) -> None:
     assert lonely.code == 2 and "goes with --model-stub" in lonely.stderr
     warned = run_journeys([sys.executable, str(MODEL_AGENT)], tmp_path, "--journey", "turn-to-end",
                           "--model-stub", "--env", "OPENAI_API_KEY=stub")
-    assert "no --env value or config template holds {model_url}" in warned.stderr
+    assert "no --env or --setting value or config template holds {model_url}" in warned.stderr
     assert warned.failures() != {}
 
 

@@ -55,6 +55,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--env", action="append", default=[], metavar="NAME[=VALUE]",
                      help="set an environment variable for the agent; NAME alone passes this "
                           "environment's value (values are secrets: never printed or stored)")
+    run.add_argument("--setting", action="append", default=[], metavar="NAME[=VALUE]",
+                     help="set an environment variable for the agent that is no secret (a path, a "
+                          "model name): shown as it is in result.json and every output; NAME alone "
+                          "passes this environment's value")
+    run.add_argument("--isolate-home", action="store_true",
+                     help="local mode: each journey gets an empty HOME of its own (always so with "
+                          "--model-stub, and in docker mode)")
+    run.add_argument("--inherit-env", action="store_true",
+                     help="local mode: the agent gets this whole environment, not only PATH, HOME, "
+                          "USER, the locale and TERM (plus --env and --setting)")
     run.add_argument("--image", metavar="IMAGE",
                      help="run each journey in its own container made from IMAGE (docker mode)")
     run.add_argument("--network", action="store_true", help="docker mode: give the agent the default bridge")
@@ -81,10 +91,13 @@ def _parser() -> argparse.ArgumentParser:
                         help="also fail when the result belongs to another commit or agent image")
     _add_report_options(verify)
 
-    report = sub.add_parser("report", help="publish a result.json (a GitHub check run and job summary)")
+    report = sub.add_parser("report", help="publish a result.json (a GitHub check run and job summary, an HTML page)")
     report.add_argument("path")
-    report.add_argument("--github", action="store_true", required=True,
+    report.add_argument("--github", action="store_true",
                         help="post a check run and write the job summary and step outputs")
+    report.add_argument("--html", metavar="OUT", help="write the self-contained HTML report of the result")
+    report.add_argument("--artifact-url", metavar="URL",
+                        help="with --github: the artifact that holds the HTML report, linked from the summaries")
     report.add_argument("--token", help="the GitHub token (default: $GITHUB_TOKEN)")
     report.add_argument("--check-name", default="ACP journeys")
     report.add_argument("--docs-url", default=None, help="the base of failure links (default: the result's)")
@@ -104,6 +117,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_report_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--junit", metavar="PATH", help="also write a JUnit XML report")
+    parser.add_argument("--html", metavar="OUT", help="also write a self-contained HTML report with a timeline "
+                                                      "of each journey")
     parser.add_argument("--baseline", metavar="FILE",
                         help="expected failures (YAML): pass when only these fail; a stale entry fails")
 
@@ -217,6 +232,18 @@ def _run(args: argparse.Namespace) -> int:
             continue
         env[name] = value
         redactor.add(value)
+    settings: dict[str, str] = {}
+    for option in args.setting:
+        try:
+            name, value = parse_env_option(option, flag="--setting")
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        if name in env or name in stub_env:
+            raise UsageError(f"{name} is given with --env and --setting: one or the other")
+        if args.model_stub and PLACEHOLDER in value:
+            stub_env[name] = value
+            continue
+        settings[name] = value
     stub_files: list[tuple[str, str]] = []
     for option in args.model_stub_config_template:
         if not args.model_stub:
@@ -229,7 +256,7 @@ def _run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"--model-stub-config-template {option}: {exc.strerror or exc}") from None
     if args.model_stub and not stub_env and not stub_files:
-        print(f"acp-journeys: warning: --model-stub, but no --env value or config template holds "
+        print(f"acp-journeys: warning: --model-stub, but no --env or --setting value or config template holds "
               f"{PLACEHOLDER}: the agent is not told where the endpoint is", file=sys.stderr)
     demo_state = None
     if args.demo:
@@ -246,6 +273,8 @@ def _run(args: argparse.Namespace) -> int:
         logins.append((os.path.abspath(source), dest))
     if not args.image and (args.network or logins or args.agent_dir):
         raise UsageError("--network, --login and --agent-dir need docker mode (--image IMAGE)")
+    if args.image and args.inherit_env:
+        raise UsageError("--inherit-env is for local mode: a container gets only --env and --setting")
 
     run_id = uuid.uuid4().hex[:12]
     if args.image:
@@ -255,10 +284,15 @@ def _run(args: argparse.Namespace) -> int:
             # The runner image carries the reference agent at a fixed path.
             argv = ["python3", "/opt/acp-journeys/reference_agent.py"]
             env["ACP_REFERENCE_AGENT_STATE"] = "/tmp/acp-reference-agent"
-        launcher = DockerLauncher(args.image, run_id=run_id, network=args.network, env=env, logins=logins,
+        launcher = DockerLauncher(args.image, run_id=run_id, network=args.network, env=env, settings=settings,
+                                  logins=logins,
                                   pull=args.pull, agent_dir=os.path.abspath(args.agent_dir) if args.agent_dir else None)
     else:
-        launcher = LocalLauncher(run_id, env=env, tracking=None if args.tracking == "auto" else args.tracking)
+        # A home of its own under --model-stub: the config templates go there, and the user's
+        # own configuration (a real model's endpoint and login) must not mix with the stub's.
+        launcher = LocalLauncher(run_id, env=env, tracking=None if args.tracking == "auto" else args.tracking,
+                                 settings=settings, isolate_home=args.isolate_home or args.model_stub,
+                                 inherit_env=args.inherit_env)
     progress = console.Progress(redactor=redactor, quiet=args.quiet)
     subject = {}
     if args.subject_sha or os.environ.get("GITHUB_SHA"):
@@ -329,6 +363,8 @@ def _publish(result, args: argparse.Namespace, baseline) -> int:
 
         write_junit(result, args.junit, docs_url=result.docs_url, baseline=outcome)
         print(f"junit: {args.junit}")
+    if args.html and not _write_html(result, args.html, result.docs_url, outcome):
+        return EXIT_USAGE
     ours = [j.id for j in result.journeys if any(f.id == "runner-error" for f in j.failures)]
     if ours:
         # Our own failure is no finding about the agent: a gate must not blame the agent for it.
@@ -336,6 +372,18 @@ def _publish(result, args: argparse.Namespace, baseline) -> int:
               "the agent); see runner_error in the result", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_PASS if verdict == "pass" else EXIT_FAIL
+
+
+def _write_html(result, path: str, docs_url: str, outcome) -> bool:
+    from acp_journeys.report.html import write_html
+
+    try:
+        write_html(result, path, docs_url=docs_url, baseline=outcome)
+    except OSError as exc:
+        print(f"acp-journeys: error: cannot write the HTML report {path}: {exc.strerror or exc}", file=sys.stderr)
+        return False
+    print(f"html: {path}")
+    return True
 
 
 async def _execute(run) -> tuple[object, int | None]:
@@ -391,6 +439,8 @@ def _report(args: argparse.Namespace) -> int:
     from acp_journeys.report import result_json
     from acp_journeys.report.github import report_github
 
+    if not args.github and not args.html:
+        raise UsageError("report: say what to make: --github, --html OUT, or both")
     try:
         result = result_json.read(args.path)
     except result_json.ResultFileError as exc:
@@ -404,9 +454,13 @@ def _report(args: argparse.Namespace) -> int:
         from acp_journeys.baseline import apply_baseline
 
         outcome = apply_baseline(result, baseline)
+    if args.html and not _write_html(result, args.html, args.docs_url or result.docs_url, outcome):
+        return EXIT_USAGE
+    if not args.github:
+        return EXIT_PASS
     report = report_github(result, env=os.environ, token=args.token or os.environ.get("GITHUB_TOKEN"),
                            docs_url=args.docs_url or result.docs_url, check_name=args.check_name,
-                           baseline=outcome, result_path=args.path)
+                           baseline=outcome, result_path=args.path, artifact_url=args.artifact_url)
     for warning in report.warnings:
         print(f"::warning::{warning}")
     if report.check_url:

@@ -21,6 +21,9 @@ class _Model(BaseModel):
 class Leftover(_Model):
     pid: int
     command: str
+    """The command line as one string (its arguments joined by spaces)."""
+    argv: list[str] = Field(default_factory=list)
+    """The full argv, each argument as it is (reports show `command` on one line, clipped)."""
 
 
 class ProtocolWarning(_Model):

@@ -53,6 +53,16 @@ jobs:
       - uses: rondar/acp-journeys@v1
         with:
           agent-command: AGENT
+          # More inputs, as on the command line (see the action's README):
+          # settings: |                      # environment variables that are no secrets
+          #   AGENT_MODEL=stub-model
+          # model-stub: true                 # a scripted model: no login, no network
+          # model-stub-config-templates: |   # with model-stub: SRC (in this repo):DEST (in the agent's home)
+          #   .github/acp/config.toml:.config/my-agent/config.toml
+          # baseline: .github/acp-baseline.yml   # expected failures (the check run still lists them)
+          # timeout-scale: 3                 # more time for initialize and turns (a slow model)
+          # strict: true                     # schema violations fail the journey
+          # parallel: 2                      # journeys at once (default all)
 """
 
 

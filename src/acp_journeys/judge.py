@@ -29,6 +29,8 @@ EXIT_BOUND_S = 10.0
 """Rondar: the agent ends by itself in 10 seconds after its input closes."""
 CANCEL_BOUND_S = 30.0
 """Rondar: the stop reason `cancelled` in 30 seconds or less after session/cancel."""
+COMMAND_LIMIT = 120
+"""How much of a leftover's command line a failure shows."""
 
 Verdict = Literal["pass", "fail", "error"]
 
@@ -130,6 +132,8 @@ def judge_journey(evidence: JourneyEvidence, *, strict: bool = False,
     if evidence.stopped_early and not findings.items:
         findings.add("timeout", evidence.stopped_early)
     if evidence.model_stub_used:
+        from acp_journeys.model_stub.records import NO_REQUEST, explains
+
         ours = model_stub_failures(evidence.model_requests)
         if ours and findings.items:
             # The scripted model refused or broke on a request of the agent: the journey failed
@@ -144,8 +148,14 @@ def judge_journey(evidence: JourneyEvidence, *, strict: bool = False,
                             f"(acp-journeys' failure): {request.get('error') or ''}")
         # What reached the scripted model says why the agent's plumbing failed.
         for hint in model_hints(evidence.model_requests):
+            # Each hint only with the failures it explains (never a leftover process, say), and
+            # no request to the model is no news in a journey that never sent a prompt.
+            if hint == NO_REQUEST and not evidence.turns:
+                continue
             warnings.append(f"model endpoint: {hint}")
             for failure in findings.items.values():
+                if failure.id not in explains(hint):
+                    continue
                 failure.detail = f"{failure.detail}; model endpoint: {hint}" if failure.detail else \
                     f"model endpoint: {hint}"
     verdict: Verdict = "fail" if findings.items else "pass"
@@ -216,7 +226,7 @@ def _check_process(p: ProcessEvidence, f: _Findings) -> None:
             f.add("no-exit-after-stdin-close",
                   f"{label} ended {p.exited_at - p.stdin_closed_at:.1f}s after its input closed{during}")
     if p.leftovers:
-        listed = ", ".join(f"pid {x.pid} `{_clip(x.command, 80)}`" for x in p.leftovers[:5])
+        listed = ", ".join(f"pid {x.pid} `{one_line(x.command, COMMAND_LIMIT)}`" for x in p.leftovers[:5])
         more = f" and {len(p.leftovers) - 5} more" if len(p.leftovers) > 5 else ""
         f.add("process-left", f"{label} left {listed}{more}")
 
@@ -348,7 +358,7 @@ def _check_stop(e: JourneyEvidence, f: _Findings) -> None:
         f.add("stop-reason", f"after session/cancel the stopReason was {json.dumps(t.stop_reason)}, "
                              "expected cancelled")
     if t.sleep_left:
-        f.add("sleep-left", ", ".join(f"pid {x.pid} `{_clip(x.command, 60)}`" for x in t.sleep_left))
+        f.add("sleep-left", ", ".join(f"pid {x.pid} `{one_line(x.command, 60)}`" for x in t.sleep_left))
 
 
 def _plan_id(call: McpCallEvidence) -> str | None:
@@ -445,6 +455,12 @@ def _short(value: Any, limit: int = 200) -> str:
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def one_line(command: str, limit: int) -> str:
+    """A command line as failures show it: every run of whitespace (a title padded with spaces,
+    the lines of a `python -c` source) one space, then clipped. result.json keeps the full argv."""
+    return _clip(" ".join(command.split()), limit)
 
 
 def _quote(text: str) -> str:

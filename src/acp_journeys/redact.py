@@ -79,14 +79,15 @@ class Redactor:
         return text
 
 
-def parse_env_option(option: str, environ: dict[str, str] | None = None) -> tuple[str, str]:
+def parse_env_option(option: str, environ: dict[str, str] | None = None,
+                     flag: str = "--env") -> tuple[str, str]:
     """`NAME=VALUE` sets a value; `NAME` passes the host's value (an error when it has none)."""
     environ = os.environ if environ is None else environ
     name, sep, value = option.partition("=")
     if not name or not name.replace("_", "a").isalnum():
-        raise ValueError(f"--env {option!r}: expected NAME or NAME=VALUE")
+        raise ValueError(f"{flag} {option!r}: expected NAME or NAME=VALUE")
     if not sep:
         if name not in environ:
-            raise ValueError(f"--env {name}: not set in this environment")
+            raise ValueError(f"{flag} {name}: not set in this environment")
         value = environ[name]
     return name, value

@@ -8,7 +8,7 @@ standard library only, so it runs as ``python3 reference_agent.py`` anywhere.
 
 What it does, in short:
 - sessions with the modes "default" and "plan", kept on disk in
-  ``${ACP_REFERENCE_AGENT_STATE:-$HOME/.local/state/acp-reference-agent}/sessions/<id>.json``
+  ``${ACP_REFERENCE_AGENT_STATE:-${XDG_STATE_HOME:-$HOME/.local/state}/acp-reference-agent}/sessions/<id>.json``
   so that ``session/load`` in a new process replays them;
 - shell commands as ``execute`` tool calls, each behind ``session/request_permission``, run in
   their own process group so that ``session/cancel`` and stdin EOF can stop them;
@@ -53,23 +53,33 @@ thing and nothing else):
   garbage-stdout           writes the line `this is not json` before every response
   stderr-flood             writes 30 MB to stderr at startup
   huge-chunk               the REPLY turn's one chunk is the token and 4 MB of filler
+  hostile-text             the REPLY turn's reply and the agent's stderr hold markup around the
+                           token (`<script>`, `</textarea>`, a `javascript:` link): it passes
+                           every journey; a fixture for the escaping of the reports
   oversized-line           prints one 20 MB line of `x` before the initialize answer
   hang-turn                never answers session/prompt (still exits on stdin EOF)
+  shared-daemon            keeps a daemon at $TMPDIR/acp-reference-agent-daemon.sock that all its
+                           processes share (started by the first, never stopped) and exits when
+                           the daemon does not answer before a request; a daemon like this is a
+                           leftover, and journeys that share a TMPDIR would share (and lose) it
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import fcntl
 import itertools
 import json
 import os
 import queue
 import re
 import signal
+import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -78,6 +88,10 @@ import zlib
 from pathlib import Path
 
 AGENT_NAME = "acp-journeys-reference-agent"
+# Markup that a report must show as text (the hostile-text defect).
+HOSTILE_TEXT = ('<script>document.title="pwned"</script></textarea></pre></code>-->]]>'
+                '<a href="javascript:alert(1)">click me</a><img src=x onerror="document.title=1">'
+                "[md](javascript:alert(2)) &amp; \u202e")
 MCP_PROTOCOL_VERSION = "2025-06-18"
 
 DEFECTS = frozenset(
@@ -85,9 +99,9 @@ DEFECTS = frozenset(
     leave-daemon no-chunks wrong-reply no-load-session load-error forget-on-restart
     no-image-capability colour-blind slow-cancel ignore-cancel cancel-end-turn no-tool-call
     leave-sleep no-modes config-option-mode set-mode-error ignore-mcp wrong-plan-title
-    skip-get-plan no-plan-id-reply plan-writes-file no-touch crash-mid-turn no-initialize-answer
+    skip-get-plan no-plan-id-reply plan-writes-file no-touch crash-mid-turn no-initialize-answer hostile-text
     garbage-stdout stderr-flood huge-chunk oversized-line hang-turn asks-client-fs
-    reply-after-answer memory-hog fork-bomb""".split()
+    reply-after-answer memory-hog fork-bomb shared-daemon""".split()
 )
 
 # JSON-RPC error codes (the ErrorCode values of the ACP schema).
@@ -442,8 +456,8 @@ def id_in(value, depth: int = 0):
 
 
 def sessions_dir() -> Path:
-    root = os.environ.get("ACP_REFERENCE_AGENT_STATE") or os.path.expanduser(
-        "~/.local/state/acp-reference-agent")
+    state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    root = os.environ.get("ACP_REFERENCE_AGENT_STATE") or os.path.join(state, "acp-reference-agent")
     return Path(root) / "sessions"
 
 
@@ -622,6 +636,9 @@ class Agent:
         elif request_id is None:
             pass  # an unknown notification: ignore it
         elif method in self.handlers:
+            if self.broken("shared-daemon") and not ping_daemon(daemon_socket_path()):
+                log("the daemon does not answer: exit")
+                self.shutdown(1)
             try:
                 self.handlers[method](request_id, message.get("params") or {})
             except Exception as exc:  # a bug of ours must not kill the connection
@@ -843,12 +860,22 @@ class Agent:
         return "I do not know the word."
 
     def do_reply(self, turn: Turn, match, images) -> str:
+        if self.broken("hostile-text"):
+            return self.hostile_reply(match.group("token"))
         if self.broken("wrong-reply"):
             return "something else"
         if self.broken("huge-chunk"):
             filler = " lorem ipsum" * (4 * 1024 * 1024 // len(" lorem ipsum") + 1)
             return match.group("token") + filler
         return match.group("token")
+
+    def hostile_reply(self, token: str) -> str:
+        """The token between two copies of HOSTILE_TEXT (with huge-chunk: then 4 MB of filler)."""
+        log(f"about to reply: {HOSTILE_TEXT}")
+        reply = f"{HOSTILE_TEXT} {token} {HOSTILE_TEXT}"
+        if self.broken("huge-chunk"):
+            reply += " lorem ipsum" * (4 * 1024 * 1024 // len(" lorem ipsum") + 1)
+        return reply
 
     def do_read_and_look(self, turn: Turn, match, images) -> str:
         word = self.read_file(turn, match.group("path"))
@@ -1028,6 +1055,65 @@ def start_daemon() -> None:
     ).wait()
 
 
+def daemon_socket_path() -> str:
+    return os.path.join(tempfile.gettempdir(), "acp-reference-agent-daemon.sock")
+
+
+def ping_daemon(path: str, timeout: float = 5.0) -> bool:
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(timeout)
+            conn.connect(path)
+            conn.sendall(b"ping\n")
+            return conn.recv(16).startswith(b"pong")
+    except OSError:
+        return False
+
+
+def ensure_daemon(path: str, bound_s: float = 10.0) -> None:
+    """For shared-daemon: the daemon that every process of this agent shares, started (detached,
+    as start_daemon's sleep) by the first process that finds none."""
+    with open(path + ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two processes at once start one daemon
+        if ping_daemon(path):
+            return
+        try:
+            os.unlink(path)  # the socket of a daemon that is gone
+        except FileNotFoundError:
+            pass
+        subprocess.Popen(
+            ["/bin/sh", "-c", '"$0" "$@" </dev/null >/dev/null 2>&1 &', sys.executable,
+             os.path.abspath(__file__), "--daemon-socket", path],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        ).wait()
+        deadline = time.monotonic() + bound_s
+        while not ping_daemon(path, timeout=1.0):
+            if time.monotonic() > deadline:
+                raise SystemExit("the daemon did not start")
+            time.sleep(0.05)
+
+
+def serve_daemon(path: str, idle_s: float = 600.0) -> None:
+    """The shared daemon: answers `ping` with `pong` until nobody asks for idle_s seconds."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(path)
+        server.listen(16)
+        server.settimeout(idle_s)
+        while True:
+            try:
+                conn, _ = server.accept()
+            except socket.timeout:
+                return
+            with conn:
+                conn.settimeout(5.0)
+                try:
+                    if conn.recv(16).startswith(b"ping"):
+                        conn.sendall(b"pong\n")
+                except OSError:
+                    pass
+
+
 def flood_stderr(megabytes: int = 30) -> None:
     line = b"stderr flood " * 80 + b"\n"
     block = line * (1024 * 1024 // len(line) + 1)
@@ -1042,7 +1128,13 @@ def main(argv: list[str] | None = None) -> None:
                         metavar="NAME", help="break one thing on purpose (repeatable)")
     parser.add_argument("--latency", type=float, default=0.0, metavar="SECONDS",
                         help="wait this long before each reply, as a model would (for benchmarks)")
+    parser.add_argument("--daemon-socket", metavar="PATH", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.daemon_socket:
+        serve_daemon(args.daemon_socket)
+        return
+    if "shared-daemon" in args.defect:
+        ensure_daemon(daemon_socket_path())
     agent = Agent(set(args.defect))
     agent.latency = max(0.0, args.latency)
     signal.signal(signal.SIGTERM, lambda *_: agent.shutdown(0))

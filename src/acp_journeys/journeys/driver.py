@@ -198,7 +198,7 @@ class AgentSession:
         while loop.time() < deadline and await self.ctx.sandbox.agent_processes():
             await asyncio.sleep(0.1)
         leftovers = await self.ctx.sandbox.collect_leftovers()
-        self.evidence.leftovers = [Leftover(pid=p.pid, command=p.command) for p in leftovers]
+        self.evidence.leftovers = [Leftover(pid=p.pid, command=p.command, argv=list(p.cmdline)) for p in leftovers]
 
     # --- requests ----------------------------------------------------------------------------
 

@@ -99,5 +99,5 @@ async def _sleeps_after(ctx: JourneyContext, grace_s: float) -> list[Leftover]:
     while True:
         sleeps = [p for p in await ctx.sandbox.agent_processes() if is_sleep(p.command)]
         if not sleeps or loop.time() >= deadline:
-            return [Leftover(pid=p.pid, command=p.command) for p in sleeps]
+            return [Leftover(pid=p.pid, command=p.command, argv=list(p.cmdline)) for p in sleeps]
         await asyncio.sleep(POLL_S)

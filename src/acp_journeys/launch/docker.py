@@ -60,6 +60,7 @@ class DockerLauncher(Launcher):
         run_id: str,
         network: bool = False,
         env: dict[str, str] | None = None,
+        settings: dict[str, str] | None = None,
         logins: Iterable[tuple[str, str]] = (),
         pull: str = "never",
         agent_dir: str | None = None,
@@ -72,6 +73,7 @@ class DockerLauncher(Launcher):
         self.run_id = run_id
         self.network = network
         self.env = dict(env or {})
+        self.settings = dict(settings or {})  # not secrets: described with their values
         self.logins = [(src, dest) for src, dest in logins]
         self.pull = pull
         self.agent_dir = agent_dir
@@ -106,7 +108,7 @@ class DockerLauncher(Launcher):
         return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
 
     def environment(self) -> list[str]:
-        return [f"{name}={value}" for name, value in self.env.items()]
+        return [f"{name}={value}" for name, value in {**self.settings, **self.env}.items()]
 
     def static_mounts(self) -> list[Any]:
         return list(self._mounts)
@@ -379,7 +381,7 @@ class DockerLauncher(Launcher):
             if await self._probe_stat([program]) is None:
                 raise LaunchError(f"agent command not found in image {self.image}: {program}")
         elif "/" not in program:
-            path = self.env.get("PATH") or next(
+            path = self.env.get("PATH") or self.settings.get("PATH") or next(
                 (e[5:] for e in self._image_config.get("Env") or [] if e.startswith("PATH=")),
                 "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
             candidates = [posixpath.join(d, program) for d in path.split(":") if d]
@@ -432,6 +434,7 @@ class DockerLauncher(Launcher):
             "pids_limit": self.pids_limit,
             "memory": self.memory,
             "env": sorted(self.env),  # names only: values are secrets
+            "settings": self.settings,
             "logins": len(self.logins),
             "agent_dir": AGENT_DIR_MOUNT if self.agent_dir else None,
         }

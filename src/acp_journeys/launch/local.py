@@ -4,6 +4,13 @@ Rules of this module: the agent sees this machine's file system, so paths are re
 session-files folder that Rondar names is fixed (/tmp/.rondar-session-files), so a journey that
 writes there holds a lock on it until it ends: two runs at once wait for each other instead of
 overwriting each other's note.
+
+Each journey is a world of its own, as a container is in docker mode: its own TMPDIR,
+XDG_RUNTIME_DIR, XDG_CACHE_HOME and XDG_STATE_HOME (and its own HOME when asked, always under
+--model-stub), all inside the journey's temp tree, which is removed when the journey ends. So a
+daemon that an agent keeps in $TMPDIR is never shared by two journeys. The agent starts with a
+minimal environment (`MINIMAL_ENV`) plus what the journey sets plus --env and --setting, unless
+the run inherits the runner's whole environment.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import hashlib
 import os
 import shutil
 import signal
+import stat
 import tempfile
 import time
 import uuid
@@ -24,6 +32,14 @@ from acp_journeys.launch.base import AgentProcess, Launcher, LaunchError, ProcIn
 from acp_journeys.tracking import _OWN_CHILDREN, Tracker, TrackerFactory
 
 LOCK_WAIT_S = 600.0
+
+MINIMAL_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "TZ")
+"""What an agent gets of the runner's environment by default (with every LC_*): enough to find
+programs, the user and the locale; no token or setting of the runner's own."""
+
+
+def minimal_environment(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    return {k: v for k, v in environ.items() if k in MINIMAL_ENV or k.startswith("LC_")}
 
 
 class LocalAgentProcess(AgentProcess):
@@ -79,12 +95,42 @@ class LocalSandbox(Sandbox):
         self.root = Path(tempfile.mkdtemp(prefix=f"acp-journeys-{journey_id}-")).resolve()
         self.workspace = str(self.root / "workspace")
         os.mkdir(self.workspace)
+        self.home: Path | None = None
+        self.journey_env = self._make_world(launcher.isolate_home)
+        self.extra_env: dict[str, str] = {}  # the class's default is shared: each sandbox gets its own
         self._socket = os.path.join(launcher.socket_dir, f"{uuid.uuid4().hex[:8]}.sock")
         self._trackers: list[Tracker] = []
         self._current: Tracker | None = None
         self._agent_pid: int | None = None
         self._lock_fd: int | None = None
         self._written: list[str] = []
+
+    def _make_world(self, own_home: bool) -> dict[str, str]:
+        """The journey's own folders, named in the environment of its agent processes."""
+        folders = {"TMPDIR": "tmp", "XDG_RUNTIME_DIR": "run", "XDG_CACHE_HOME": "cache",
+                   "XDG_STATE_HOME": "state"}
+        env = {}
+        for name, folder in folders.items():
+            path = self.root / folder
+            path.mkdir(mode=0o700)  # XDG_RUNTIME_DIR must be the user's alone
+            env[name] = str(path)
+        if own_home:
+            env.update(self._own_home())
+        return env
+
+    def _own_home(self) -> dict[str, str]:
+        if self.home is None:
+            self.home = self.root / "home"
+            self.home.mkdir(mode=0o700)
+        # Set too, so that an inherited XDG_CONFIG_HOME cannot lead back to the user's home.
+        return {"HOME": str(self.home), "XDG_CONFIG_HOME": str(self.home / ".config"),
+                "XDG_DATA_HOME": str(self.home / ".local" / "share")}
+
+    def environment(self, tracker_env: dict[str, str]) -> dict[str, str]:
+        """The journey's folders first, then --env and --setting (the user's word wins), then
+        what the runner sets for this journey (the model stub's address) and the tracker's token."""
+        base = dict(os.environ) if self.launcher.inherit_env else minimal_environment(os.environ)
+        return {**base, **self.journey_env, **self.launcher.env, **self.extra_env, **tracker_env}
 
     @property
     def mcp_socket_path(self) -> str:
@@ -99,7 +145,7 @@ class LocalSandbox(Sandbox):
         tracker = self.launcher.trackers.make(self.journey_id)
         self._trackers.append(tracker)
         self._current = tracker
-        env = {**os.environ, **self.launcher.env, **self.extra_env, **tracker.env()}
+        env = self.environment(tracker.env())
         try:
             proc = await asyncio.create_subprocess_exec(
                 *tracker.wrap(argv), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
@@ -117,11 +163,11 @@ class LocalSandbox(Sandbox):
     async def write_home_file(self, relative: str, data: bytes) -> str:
         # A home of this journey's own: the user's real home stays untouched, and journeys at
         # once never share a config file (each has its own endpoint address).
-        home = self.root / "home"
-        target = home / relative
+        self.journey_env.update(self._own_home())
+        assert self.home is not None
+        target = self.home / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-        self.extra_env = {**self.extra_env, "HOME": str(home)}
         return str(target)
 
     async def write_file(self, path: str, data: bytes) -> None:
@@ -165,7 +211,7 @@ class LocalSandbox(Sandbox):
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # releases the flock
             self._lock_fd = None
-        shutil.rmtree(self.root, ignore_errors=True)
+        await asyncio.to_thread(remove_tree, self.root)
         try:
             os.unlink(self._socket)
         except OSError:
@@ -192,9 +238,15 @@ class LocalSandbox(Sandbox):
 class LocalLauncher(Launcher):
     kind = "local"
 
-    def __init__(self, run_id: str, env: dict[str, str] | None = None, tracking: str | None = None) -> None:
+    def __init__(self, run_id: str, env: dict[str, str] | None = None, tracking: str | None = None, *,
+                 settings: dict[str, str] | None = None, isolate_home: bool = False,
+                 inherit_env: bool = False) -> None:
         self.run_id = run_id
-        self.env = dict(env or {})
+        self.secret_names = sorted(env or {})
+        self.settings = dict(settings or {})
+        self.env = {**self.settings, **(env or {})}
+        self.isolate_home = isolate_home
+        self.inherit_env = inherit_env
         # Unix socket paths must stay short (about 100 bytes): a short folder under /tmp.
         self.socket_dir = tempfile.mkdtemp(prefix="acpj-", dir="/tmp")
         self.trackers = TrackerFactory(run_id, prefer=tracking)
@@ -207,7 +259,7 @@ class LocalLauncher(Launcher):
         if os.sep in program:
             if not (os.path.isfile(program) and os.access(program, os.X_OK)):
                 raise LaunchError(f"agent command not found or not executable: {program}")
-        elif shutil.which(program, path={**os.environ, **self.env}.get("PATH")) is None:
+        elif shutil.which(program, path=self.env.get("PATH", os.environ.get("PATH"))) is None:
             raise LaunchError(f"agent command not found on PATH: {program}")
 
     async def open_sandbox(self, journey_id: str) -> Sandbox:
@@ -223,7 +275,31 @@ class LocalLauncher(Launcher):
         shutil.rmtree(self.socket_dir, ignore_errors=True)
 
     def describe(self) -> dict[str, object]:
-        return {"kind": self.kind, "tracking": self.trackers.method}
+        return {"kind": self.kind, "tracking": self.trackers.method,
+                "environment": "inherited" if self.inherit_env else "minimal",
+                "own_home": self.isolate_home,
+                "env": self.secret_names,  # names only: values are secrets
+                "settings": self.settings}
+
+
+def remove_tree(root: Path) -> None:
+    """rm -rf, also of what an agent made read-only (a folder of mode 0o500 keeps its files)."""
+    shutil.rmtree(root, ignore_errors=True)
+    if not os.path.lexists(root):
+        return
+    try:
+        os.chmod(root, stat.S_IRWXU)
+    except OSError:
+        pass
+    for folder, subfolders, _ in os.walk(root):
+        for name in subfolders:  # before os.walk descends into them
+            path = os.path.join(folder, name)
+            try:
+                if not os.path.islink(path):
+                    os.chmod(path, stat.S_IRWXU)
+            except OSError:
+                pass
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def snapshot_tree(folder: str) -> dict[str, str]:

@@ -4,7 +4,8 @@ Rules of this module:
 - A record holds facts only: the dialect and path, the tools the agent offered, whether an image
   was in the request (and could be decoded), what the stub decided and why. `hints` turns a
   journey's records into sentences that a failure can quote ("the agent never offered a shell
-  tool to the model"); it never judges a journey.
+  tool to the model"); it never judges a journey. `explains` says which failure ids a hint
+  explains, so that a failure quotes only the hints about it.
 - Records are plain JSON-able dicts through `to_dict`; long strings are cut at `TEXT_LIMIT` so
   that a 4 MB tool result cannot bloat result.json.
 - What reached the model is kept per message (`sent`: its role and a clipped text, head and
@@ -126,7 +127,7 @@ def hints(records: list[RequestRecord]) -> list[str]:
     """Sentences about what reached the model in the journey's turns, for a failure message."""
     model_requests = [r for r in records if r.dialect not in (None, "models")]
     if not model_requests:
-        return ["the agent sent no request to the model endpoint"]
+        return [NO_REQUEST]
     found: list[str] = []
     served = [r for r in model_requests if r.status < 400]
     turns = [r for r in served if r.side_request is None]
@@ -145,6 +146,36 @@ def hints(records: list[RequestRecord]) -> list[str]:
     if "plan" in intents and any("no create_plan tool" in r.why for r in model_requests):
         found.append("the agent offered the model no create_plan tool (were the MCP servers started?)")
     return found
+
+
+TURN_OUTCOMES = frozenset({
+    "timeout", "prompt-error", "agent-exited", "stop-reason", "reply-not-in-chunks", "reply-missing-marker",
+    "reply-missing-word", "reply-missing-red", "reply-missing-plan-id", "create-plan-not-called",
+    "get-plan-not-called", "regular-file-missing", "sleep-never-started", "no-tool-call-before-cancel",
+})
+"""The failures that say how a turn went: what reached the model can explain them. It says
+nothing about a process left behind, an exit after stdin closed, a capability or a mode."""
+
+NO_REQUEST = "the agent sent no request to the model endpoint"
+"""The hint of a journey whose agent never called the model: no news before any prompt."""
+
+HINT_EXPLAINS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("the image never reached the model", frozenset({"reply-missing-red"})),
+    ("the image reached the model in a form", frozenset({"reply-missing-red"})),
+    ("the agent offered no shell tool", frozenset({
+        "sleep-never-started", "no-tool-call-before-cancel", "regular-file-missing", "create-plan-not-called",
+        "reply-missing-plan-id", "timeout", "prompt-error"})),
+    ("the conversation that reached the model did not hold the word", frozenset({"reply-missing-word"})),
+    ("the agent offered the model no create_plan tool", frozenset({
+        "create-plan-not-called", "get-plan-not-called", "reply-missing-plan-id"})),
+)
+"""Which failures each hint of `hints` explains, by the start of its sentence; any other hint
+(no request) explains how a turn went (`TURN_OUTCOMES`)."""
+
+
+def explains(hint: str) -> frozenset[str]:
+    """The failure ids that `hint` explains: a failure quotes only the hints that explain it."""
+    return next((ids for start, ids in HINT_EXPLAINS if hint.startswith(start)), TURN_OUTCOMES)
 
 
 def now() -> float:

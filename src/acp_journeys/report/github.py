@@ -15,6 +15,8 @@ Rules of this module:
   read-only token of a pull request from a fork or of Dependabot), any other answer, a network
   error, an unwritable file, each becomes a warning that says why. The token never appears in a
   warning, and this module prints nothing.
+- With `artifact_url` (the action's artifact of result.json and the HTML report), both the check
+  run's summary and the job summary link it.
 - The summary is always appended to GITHUB_STEP_SUMMARY, kept (with what the file held) under
   1 MiB; the outputs `verdict`, `passed`, `failed`, `result-path` and `check-url` are appended
   to GITHUB_OUTPUT in the heredoc form with a random delimiter that no value holds.
@@ -137,10 +139,12 @@ def post_json(url: str, payload: Mapping[str, Any], *, token: str, timeout: floa
 
 
 def _check_payload(result: RunResult, sha: str, *, docs_url: str, check_name: str, conclusion: str,
-                   env: Mapping[str, str], baseline: BaselineOutcome | None) -> dict[str, Any]:
+                   env: Mapping[str, str], baseline: BaselineOutcome | None,
+                   artifact_url: str | None = None) -> dict[str, Any]:
     output: dict[str, Any] = {
         "title": summary_title(result, baseline)[:250],
-        "summary": summary_markdown(result, docs_url=docs_url, limit=GITHUB_SUMMARY_LIMIT, baseline=baseline),
+        "summary": summary_markdown(result, docs_url=docs_url, limit=GITHUB_SUMMARY_LIMIT, baseline=baseline,
+                                    report_link=artifact_url),
     }
     warnings = [f"- {escape_markdown(j.id)}: {escape_markdown(w)}" for j in result.journeys for w in j.warnings]
     if warnings:
@@ -159,7 +163,7 @@ def _check_payload(result: RunResult, sha: str, *, docs_url: str, check_name: st
 
 def _create_check_run(report: GitHubReport, result: RunResult, env: Mapping[str, str], token: str | None,
                       *, docs_url: str, check_name: str, baseline: BaselineOutcome | None,
-                      timeout: float, waits: Sequence[float]) -> None:
+                      timeout: float, waits: Sequence[float], artifact_url: str | None = None) -> None:
     repo = env.get("GITHUB_REPOSITORY", "")
     owner, _, name = repo.partition("/")
     if not token:
@@ -180,7 +184,7 @@ def _create_check_run(report: GitHubReport, result: RunResult, env: Mapping[str,
         return
     url = f"{api}/repos/{urllib.parse.quote(owner, safe='')}/{urllib.parse.quote(name, safe='')}/check-runs"
     payload = _check_payload(result, sha, docs_url=docs_url, check_name=check_name,
-                             conclusion=report.conclusion, env=env, baseline=baseline)
+                             conclusion=report.conclusion, env=env, baseline=baseline, artifact_url=artifact_url)
     status, body, report.attempts, error = post_json(url, payload, token=token, timeout=timeout, waits=waits)
     report.status = status
     if status is not None and 200 <= status < 300:
@@ -209,7 +213,7 @@ def _append(path: str, text: str) -> None:
 
 
 def _write_step_summary(report: GitHubReport, result: RunResult, path: str, *, docs_url: str,
-                        baseline: BaselineOutcome | None) -> None:
+                        baseline: BaselineOutcome | None, artifact_url: str | None = None) -> None:
     try:
         used = os.path.getsize(path) if os.path.exists(path) else 0
     except OSError:
@@ -219,13 +223,13 @@ def _write_step_summary(report: GitHubReport, result: RunResult, path: str, *, d
         report.warnings.append("the job summary file is already near GitHub's 1 MiB: the summary was not added")
         return
     limit = min(room, STEP_SUMMARY_LIMIT)
-    text = summary_markdown(result, docs_url=docs_url, limit=limit, baseline=baseline)
+    text = summary_markdown(result, docs_url=docs_url, limit=limit, baseline=baseline, report_link=artifact_url)
     for _ in range(8):  # characters can take up to 4 bytes: shrink until the bytes fit
         size = len(text.encode("utf-8"))
         if size <= room:
             break
         limit = max(1024, int(limit * room / size) - 64)
-        text = summary_markdown(result, docs_url=docs_url, limit=limit, baseline=baseline)
+        text = summary_markdown(result, docs_url=docs_url, limit=limit, baseline=baseline, report_link=artifact_url)
     else:
         report.warnings.append("the summary did not fit in the job summary")
         return
@@ -250,16 +254,18 @@ def github_output(values: Mapping[str, str]) -> str:
 def report_github(result: RunResult, *, env: Mapping[str, str], token: str | None, docs_url: str,
                   check_name: str = "ACP journeys", baseline: BaselineOutcome | None = None,
                   result_path: str = "", timeout: float = REQUEST_TIMEOUT_S,
-                  retry_waits: Sequence[float] = RETRY_WAITS_S) -> GitHubReport:
-    """Create the check run, append the job summary and write the outputs; never raises for GitHub."""
+                  retry_waits: Sequence[float] = RETRY_WAITS_S, artifact_url: str | None = None) -> GitHubReport:
+    """Create the check run, append the job summary and write the outputs; never raises for GitHub.
+    `artifact_url`: the artifact that holds the HTML report, linked from both summaries."""
     verdict = baseline.verdict if baseline is not None else result.verdict
     report = GitHubReport(verdict=verdict, conclusion="success" if verdict == "pass" else "failure")
     token = token or env.get("GITHUB_TOKEN") or None
     _create_check_run(report, result, env, token, docs_url=docs_url, check_name=check_name, baseline=baseline,
-                      timeout=timeout, waits=retry_waits)
+                      timeout=timeout, waits=retry_waits, artifact_url=artifact_url)
     summary_path = env.get("GITHUB_STEP_SUMMARY")
     if summary_path:
-        _write_step_summary(report, result, summary_path, docs_url=docs_url, baseline=baseline)
+        _write_step_summary(report, result, summary_path, docs_url=docs_url, baseline=baseline,
+                            artifact_url=artifact_url)
     output_path = env.get("GITHUB_OUTPUT")
     if output_path:
         values = {"verdict": verdict, "passed": str(result.passed), "failed": str(result.failed),

@@ -12,7 +12,8 @@ Rules of this module:
   `+` or `=` and the dot of a leading `1.` get a backslash; `<`, `>`, `&` become entities;
   newlines become spaces; control and bidi characters are dropped). Fenced blocks use a
   backtick fence longer than any backtick run inside them, so they cannot be closed from inside.
-- Links are built only from `docs_url` and the catalog's anchors, and only for http(s) URLs.
+- Links are built only from `docs_url` and the catalog's anchors, and only for http(s) URLs
+  (and the one link to the HTML report's artifact, which the action gives).
 - The text is at most `limit` characters. It is cut only between blocks (a table row, a line,
   a whole fenced block, or a fenced block shortened to its tail and closed), never inside an
   escape, and then ends with the line "… summary cut at N characters; see result.json".
@@ -100,13 +101,17 @@ def _link(text: str, url: str) -> str:
     return f"[{escape_markdown(text)}]({safe})" if safe else escape_markdown(text)
 
 
-def _failure_link(failure_id: str, journey_id: str, docs_url: str) -> str:
+def failure_anchor(failure_id: str, journey_id: str) -> str:
+    """The doc anchor of a failure in a journey, also for ids this version does not know."""
     if failure_id in FAILURES and journey_id in JOURNEYS_BY_ID:
-        anchor = anchor_for(failure_id, journey_id)
-    elif journey_id in JOURNEYS_BY_ID:
-        anchor = JOURNEYS_BY_ID[journey_id].anchor
-    else:
-        anchor = "step-10"
+        return anchor_for(failure_id, journey_id)
+    if journey_id in JOURNEYS_BY_ID:
+        return JOURNEYS_BY_ID[journey_id].anchor
+    return "step-10"
+
+
+def _failure_link(failure_id: str, journey_id: str, docs_url: str) -> str:
+    anchor = failure_anchor(failure_id, journey_id)
     return _link(f"how to fix (#{anchor})", doc_link(anchor, docs_url))
 
 
@@ -153,11 +158,15 @@ def summary_title(result: RunResult, baseline: BaselineOutcome | None = None) ->
     return f"ACP journeys: {verdict} — {counts}{extra}{partial}"
 
 
-def _blocks(result: RunResult, docs_url: str, baseline: BaselineOutcome | None) -> list[_Block]:
+def _blocks(result: RunResult, docs_url: str, baseline: BaselineOutcome | None,
+            report_link: str | None = None) -> list[_Block]:
     verdict = _verdict_of(result, baseline)
     blocks: list[_Block] = [f"## {_ICONS.get(verdict, '❌')} {escape_markdown(summary_title(result, baseline))}\n\n"]
     if result.agent_command:
         blocks.append(f"Agent command: {escape_markdown(' '.join(result.agent_command))}\n\n")
+    if report_link and _safe_url(report_link):
+        blocks.append(f"The HTML report, with a timeline of each journey: "
+                      f"{_link('the artifact of this run', report_link)} (unzip it, open the .html file)\n\n")
     if result.strict:
         blocks.append("Strict mode: protocol warnings count as failures.\n\n")
 
@@ -228,11 +237,12 @@ def cut_marker(limit: int) -> str:
 
 
 def summary_markdown(result: RunResult, *, docs_url: str, limit: int = GITHUB_SUMMARY_LIMIT,
-                     baseline: BaselineOutcome | None = None) -> str:
-    """The Markdown summary of `result`, at most `limit` characters (see the module's rules)."""
+                     baseline: BaselineOutcome | None = None, report_link: str | None = None) -> str:
+    """The Markdown summary of `result`, at most `limit` characters (see the module's rules);
+    `report_link`, an http(s) URL, is where the HTML report is (the run's artifact)."""
     if limit < MIN_LIMIT:
         raise ValueError(f"limit must be at least {MIN_LIMIT} characters")
-    blocks = _blocks(result, docs_url, baseline)
+    blocks = _blocks(result, docs_url, baseline, report_link)
     rendered = [_render(b) for b in blocks]
     if sum(len(r) for r in rendered) <= limit:
         return "".join(rendered)
