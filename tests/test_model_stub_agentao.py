@@ -3,9 +3,8 @@ pinned in scripts/setup-agentao.sh, which installs it in build/agentao-venv and 
 ACP_JOURNEYS_AGENTAO; scripts/build-agentao-image.sh puts the same version in an agent image
 for docker mode. With no Python 3.10+ (or no Docker engine) these tests skip.
 
-It takes its model from the environment: LLM_PROVIDER (OPENAI, its default, spelt as agentao
-spells it: every `--env` value is a secret, and a lower-case `openai` would be masked in
-"openai-chat" too), OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL.
+It takes its model from the environment: LLM_PROVIDER, OPENAI_BASE_URL, OPENAI_MODEL (settings,
+no secrets: `--setting`) and OPENAI_API_KEY (`--env`, a secret).
 
 The verdict its own behaviour earns: 6 of 7 pass, and plan-turn-saved-plan fails with
 plan-changed-workspace, the changed file being `agentao.log`. agentao writes its LLM debug log
@@ -31,8 +30,8 @@ AGENTAO = os.environ.get("ACP_JOURNEYS_AGENTAO")
 IMAGE = os.environ.get("ACP_JOURNEYS_AGENTAO_IMAGE", "acp-journeys/agentao-agent:dev")
 PREDICTED = {"plan-turn-saved-plan": ["plan-changed-workspace"]}
 ARGS = ("--timeout-scale", "1", "--parallel", str(min(7, 2 * (os.cpu_count() or 1))), "--model-stub",
-        "--env", "OPENAI_BASE_URL={model_url}/v1", "--env", "OPENAI_API_KEY=stub-key",
-        "--env", "LLM_PROVIDER=OPENAI", "--env", "OPENAI_MODEL=acp-journeys-stub")
+        "--setting", "OPENAI_BASE_URL={model_url}/v1", "--env", "OPENAI_API_KEY=stub-key",
+        "--setting", "LLM_PROVIDER=openai", "--setting", "OPENAI_MODEL=acp-journeys-stub")
 
 pytestmark = pytest.mark.skipif(not AGENTAO, reason="no agentao: scripts/setup-agentao.sh found no Python 3.10+ "
                                 "(or set ACP_JOURNEYS_AGENTAO to an agentao executable)")

@@ -2,11 +2,11 @@
 (npm `@agentclientprotocol/claude-agent-acp`, pinned in scripts/setup-claude-acp.sh, which
 exports ACP_JOURNEYS_CLAUDE_ACP; with no node these tests skip).
 
-It reads ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY; as root it wants IS_SANDBOX=1 to accept its
-permission mode, and ENABLE_TOOL_SEARCH=false keeps the MCP tools in the tool list instead of
-behind a search tool. The settings template (examples/claude-code/settings.json at
-.claude/settings.json) gives every journey a home of its own, so nothing lands in the runner's,
-and sets `permissions.defaultMode` to "default": with no default the adapter starts in "auto"
+It reads ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY (the key with `--env`, a secret; the rest
+with `--setting`); as root it wants IS_SANDBOX=1 to accept its permission mode, and
+ENABLE_TOOL_SEARCH=false keeps the MCP tools in the tool list instead of behind a search tool.
+The settings template (examples/claude-code/settings.json at .claude/settings.json, in the
+journey's own home) sets `permissions.defaultMode` to "default": with no default the adapter starts in "auto"
 when it can (dist/session-mode.js), where Claude Code decides about tool calls itself instead
 of asking the editor, and the journeys judge what an editor sees.
 
@@ -35,8 +35,8 @@ CLAUDE_ACP = os.environ.get("ACP_JOURNEYS_CLAUDE_ACP")
 TEMPLATE = ROOT / "examples" / "claude-code" / "settings.json"
 ARGS = ("--timeout-scale", "1", "--parallel", str(min(7, 2 * (os.cpu_count() or 1))), "--model-stub",
         "--model-stub-config-template", f"{TEMPLATE}:.claude/settings.json",
-        "--env", "ANTHROPIC_BASE_URL={model_url}", "--env", "ANTHROPIC_API_KEY=stub-key",
-        "--env", "IS_SANDBOX=1", "--env", "ENABLE_TOOL_SEARCH=false")
+        "--setting", "ANTHROPIC_BASE_URL={model_url}", "--env", "ANTHROPIC_API_KEY=stub-key",
+        "--setting", "IS_SANDBOX=1", "--setting", "ENABLE_TOOL_SEARCH=false")
 
 pytestmark = pytest.mark.skipif(not CLAUDE_ACP, reason="no claude-agent-acp: scripts/setup-claude-acp.sh found no "
                                 "node 20+ (or set ACP_JOURNEYS_CLAUDE_ACP to a claude-agent-acp executable)")
