@@ -12,6 +12,8 @@ if [ "${ACP_JOURNEYS_SKIP_DOCKER:-}" != "1" ]; then
 fi
 chromium="$(scripts/setup-chromium.sh)"; [ -z "$chromium" ] || export ACP_JOURNEYS_CHROMIUM="$chromium"
 vibe_acp="$(scripts/setup-vibe.sh)"; [ -z "$vibe_acp" ] || export ACP_JOURNEYS_VIBE_ACP="$vibe_acp"
+claude_acp="$(scripts/setup-claude-acp.sh)"; [ -z "$claude_acp" ] || export ACP_JOURNEYS_CLAUDE_ACP="$claude_acp"
+agentao="$(scripts/setup-agentao.sh)"; [ -z "$agentao" ] || export ACP_JOURNEYS_AGENTAO="$agentao"
 set +e
 .venv/bin/python -m pytest "$@"
 code=$?

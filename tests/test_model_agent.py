@@ -78,3 +78,40 @@ def test_a_config_template_lands_in_a_home_of_the_journey(tmp_path: Path) -> Non
                            "--model-stub-config-template", f"{template}:.config/agent.json",
                            "--env", "OPENAI_API_KEY=stub", env={"MODEL_AGENT_STATE": str(tmp_path / "s")})
     assert outcome.failures() == {}, outcome.stdout
+
+
+STYLES: dict[str, dict[str, list[str]]] = {
+    # prime-agent's way: one `ipython {code}` tool; MCP tools from the cell. All 7 pass.
+    "--tools=ipython": {},
+    # gptme's way: no tools, fenced blocks; Hermes' way: the image described by a side call.
+    # The agent has no way to reach its MCP servers from a block, so the model cannot save
+    # the plan: both Plan journeys fail with create-plan-not-called, as they should.
+    "--tools=markdown --vision-side-call": {"plan-turn-saved-plan": ["create-plan-not-called"],
+                                            "plan-regular-plan": ["create-plan-not-called"]},
+}
+
+
+@pytest.mark.parametrize("style", list(STYLES))
+def test_model_agent_tool_styles(tmp_path: Path, style: str) -> None:
+    """The stub plays the model through whatever tool the agent offers (issue points 3, 4, 5)."""
+    agent = [sys.executable, str(MODEL_AGENT), *style.split()]
+    outcome = run_journeys(agent, tmp_path, "--timeout-scale", "0.2", "--model-stub",
+                           "--env", "OPENAI_BASE_URL={model_url}/v1", "--env", "OPENAI_API_KEY=stub",
+                           env={"MODEL_AGENT_STATE": str(tmp_path / "model-agent-state")})
+    assert outcome.result is not None, outcome.stderr
+    assert outcome.failures() == STYLES[style], outcome.stdout
+    journeys = {j["id"]: j["evidence"]["model_requests"] for j in outcome.result["journeys"]}
+    decisions = {jid: [r["decision"] for r in records if r["side_request"] is None] for jid, records in journeys.items()}
+    if "ipython" in style:
+        assert {"tool_call": "ipython", "arguments": {"code": "!sleep 120"}} in decisions["stop-running-turn"]
+        codes = [d["arguments"]["code"] for d in decisions["plan-turn-saved-plan"] if d.get("tool_call")]
+        assert any(c.startswith('print(await mcp.call_tool("rondar", "create_plan"') for c in codes), codes
+        assert any('mcp.call_tool("rondar", "get_plan"' in c for c in codes), codes
+    else:
+        assert {"text": "```shell\nsleep 120\n```"} in decisions["stop-running-turn"]
+        image = journeys["image-and-file"]
+        side = [r for r in image if r["side_request"] is not None]
+        assert side and side[0]["image_decoded"] and side[0]["decision"] == {"text": "The image is mostly red."}
+        assert any("describes it" in r["why"] for r in image if r["side_request"] is None)
+        for journey in outcome.result["journeys"]:
+            assert not any("no shell tool" in w for w in journey["warnings"]), journey["warnings"]

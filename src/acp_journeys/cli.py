@@ -312,7 +312,8 @@ def _run(args: argparse.Namespace) -> int:
         config = RunConfig(argv=argv, journeys=journeys, parallel=args.parallel,
                            bounds=Bounds(scale=args.timeout_scale), strict=args.strict,
                            transcripts=args.transcripts, docs_url=args.docs_url, subject=subject,
-                           model_stub=ModelStubConfig(stub_env, stub_files) if args.model_stub else None)
+                           model_stub=ModelStubConfig(stub_env, stub_files, redactor.redact)
+                           if args.model_stub else None)
         result, stopped_by = asyncio.run(_execute(Run(config, launcher, progress)))
     finally:
         if demo_state:

@@ -134,6 +134,18 @@ def judge_journey(evidence: JourneyEvidence, *, strict: bool = False,
     if evidence.model_stub_used:
         from acp_journeys.model_stub.records import NO_REQUEST, explains
 
+        ours = model_stub_failures(evidence.model_requests)
+        if ours and findings.items:
+            # The scripted model refused or broke on a request of the agent: the journey failed
+            # because of acp-journeys, so it is our error and the agent's failures are not its.
+            first = ours[0]
+            detail = (f"the model stub (acp-journeys' scripted model) answered {len(ours)} request(s) of the agent "
+                      f"with an error, first {first['status']} {first.get('error') or ''}; the journey would "
+                      f"otherwise fail with {', '.join(findings.items)}").strip()
+            return Judgement("error", [_runner_error(evidence.journey, docs_url, detail)], warnings)
+        for request in ours:
+            warnings.append(f"model endpoint: the stub answered a request with {request['status']} "
+                            f"(acp-journeys' failure): {request.get('error') or ''}")
         # What reached the scripted model says why the agent's plumbing failed.
         for hint in model_hints(evidence.model_requests):
             # Each hint only with the failures it explains (never a leftover process, say), and
@@ -148,6 +160,20 @@ def judge_journey(evidence: JourneyEvidence, *, strict: bool = False,
                     f"model endpoint: {hint}"
     verdict: Verdict = "fail" if findings.items else "pass"
     return Judgement(verdict, list(findings.items.values()), warnings)
+
+
+def model_stub_failures(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The model requests that the stub failed to serve (4xx or 5xx of ours)."""
+    from acp_journeys.model_stub.records import RequestRecord, stub_failures
+
+    failed = {r.seq for r in stub_failures([RequestRecord.from_dict(r) for r in requests])}
+    return [r for r in requests if r.get("seq") in failed]
+
+
+def _runner_error(journey_id: str, docs_url: str, detail: str) -> Failure:
+    findings = _Findings(journey_id, docs_url)
+    findings.add("runner-error", detail)
+    return findings.items["runner-error"]
 
 
 def model_hints(requests: list[dict[str, Any]]) -> list[str]:

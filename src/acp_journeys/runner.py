@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from acp_journeys import __version__, catalog
@@ -34,6 +35,8 @@ class ModelStubConfig:
     env: dict[str, str] = field(default_factory=dict)
     config_files: list[tuple[str, str]] = field(default_factory=list)
     """(template text, path under the agent's home)."""
+    mask: Callable[[str], str] = str
+    """The run's redactor: the stub masks what reached the model before it clips it."""
 
 
 @dataclass
@@ -81,7 +84,7 @@ class Run:
         if self.config.model_stub is not None:
             from acp_journeys.model_stub import ModelStub
 
-            self.stub = await asyncio.to_thread(ModelStub().start)
+            self.stub = await asyncio.to_thread(ModelStub(mask=self.config.model_stub.mask).start)
         limit = asyncio.Semaphore(self.config.parallel or len(self.config.journeys) or 1)
         tasks = [asyncio.create_task(self._guarded(jid, limit)) for jid in self.config.journeys]
         try:

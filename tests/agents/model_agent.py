@@ -16,6 +16,19 @@ What it has (the standard library and the `openai` client only):
 - modes default/plan, image prompts, session/cancel (the running command is killed and the turn
   answers `cancelled` at once), and exit on stdin EOF with every child and MCP server stopped.
 
+How it offers tools to the model (`--tools`), each the way a real agent does, so that the
+stub is tested against each (none of these is a defect):
+  functions  (default) the tools above as function tools
+  ipython    one tool, `ipython {code}` (prime-agent's; like it, with no permission request): a
+             Python cell run here with top-level await, where a line `!command` runs a shell command and the MCP tools are reached
+             with `await mcp.call_tool(server, tool, arguments)`, as the system prompt says
+  markdown   no tools in the request (gptme's way): the system prompt shows a ```shell block,
+             the agent runs each such block of the model's reply and sends its output back as
+             a system message
+  --vision-side-call   an image of a prompt goes to the model in a request of its own with no
+             tools ("Describe this image."), and the turn carries only that description
+             (Hermes' way)
+
 Defects, one flag each, for the tests that check that the journeys catch them:
   --drop-image         image blocks of a prompt never reach the model
   --forget-on-restart  session/load succeeds but the loaded conversation is empty
@@ -25,7 +38,12 @@ Defects, one flag each, for the tests that check that the journeys catch them:
 from __future__ import annotations
 
 import argparse
+import ast
+import asyncio
+import contextlib
+import io
 import itertools
+import re
 import json
 import os
 import queue
@@ -56,6 +74,17 @@ BUILTIN_TOOLS = [
         "name": "read_file", "description": "Read a text file.",
         "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}},
 ]
+
+
+IPYTHON_TOOL = {"type": "function", "function": {
+    "name": "ipython", "description": "Execute Python code in a persistent IPython-like cell; `!command` runs a shell command.",
+    "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}}}
+IPYTHON_PROMPT = ("Your only tool is `ipython`, a Python cell. A line `!command` runs a shell command. Your MCP "
+                  "servers are reached from the cell: call a tool with "
+                  "`await mcp.call_tool(\"<server>\", \"<tool>\", arguments)`.")
+MARKDOWN_PROMPT = ("You have no function tools. To run a shell command, write it in a fenced block, and its output "
+                   "comes back in the next message:\n```shell\nls -la\n```")
+SHELL_BLOCK = re.compile(r"^```(?:shell|bash|sh)[^\n]*\n(.*?)^```", re.S | re.M)
 
 
 def log(message: str) -> None:
@@ -216,7 +245,11 @@ class Session:
         tmp.write_text(json.dumps({"cwd": self.cwd, "messages": without_images(self.messages)}))
         tmp.replace(self.path)
 
-    def tool_specs(self) -> list[dict]:
+    def tool_specs(self, style: str = "functions") -> list[dict]:
+        if style == "ipython":
+            return [IPYTHON_TOOL]
+        if style == "markdown":
+            return []
         specs = list(BUILTIN_TOOLS)
         for server in self.mcp.values():
             for tool in server.tools:
@@ -380,6 +413,8 @@ class Agent:
                 url = f"data:{block.get('mimeType', 'image/png')};base64,{block.get('data', '')}"
                 parts.append({"type": "image_url", "image_url": {"url": url}})
         turn = session.turn = Turn(request_id)
+        if self.args.vision_side_call:
+            parts = self.describe_images(parts)
         threading.Thread(target=self.run_turn, args=(session, turn, parts), daemon=True).start()
 
     def update(self, session: Session, update: dict) -> None:
@@ -394,6 +429,23 @@ class Agent:
             session.turn = None
         self.wire.respond(turn.request_id, {"stopReason": stop_reason})
 
+    def describe_images(self, parts: list[dict]) -> list[dict]:
+        """Each image replaced by what a side request with no tools says it contains."""
+        described = []
+        for part in parts:
+            if part.get("type") != "image_url":
+                described.append(part)
+                continue
+            try:
+                answer = self.client().chat.completions.create(
+                    model=os.environ.get("MODEL_AGENT_MODEL") or "stub-model",
+                    messages=[{"role": "user", "content": [{"type": "text", "text": "Describe this image."}, part]}])
+                text = answer.choices[0].message.content or ""
+            except Exception as exc:
+                text = f"(the image could not be described: {exc})"
+            described.append({"type": "text", "text": f"[The user attached an image. Here's what it contains: {text}]"})
+        return described
+
     def run_turn(self, session: Session, turn: Turn, parts: list[dict]) -> None:
         session.messages.append({"role": "user", "content": parts})
         try:
@@ -407,6 +459,13 @@ class Agent:
                 if calls:
                     message["tool_calls"] = calls
                 session.messages.append(message)
+                if self.args.tools == "markdown":
+                    blocks = SHELL_BLOCK.findall(text or "")
+                    if not blocks:
+                        break
+                    output = self.bash(session, turn, blocks[0].strip())
+                    session.messages.append({"role": "system", "content": f"Ran the command; its output:\n{output}"})
+                    continue
                 if not calls:
                     break
                 for call in calls:
@@ -422,11 +481,14 @@ class Agent:
 
     def ask_model(self, session: Session, turn: Turn) -> tuple[str, list[dict]]:
         """One streamed completion: the text (sent on as it comes) and the tool calls."""
-        messages = [{"role": "system", "content": f"{SYSTEM_PROMPT} The mode is {session.mode}."},
+        style = self.args.tools
+        extra = {"ipython": IPYTHON_PROMPT, "markdown": MARKDOWN_PROMPT}.get(style, "")
+        messages = [{"role": "system", "content": f"{SYSTEM_PROMPT} The mode is {session.mode}. {extra}".strip()},
                     *session.messages]
+        tools = session.tool_specs(style)
         stream = self.client().chat.completions.create(
             model=os.environ.get("MODEL_AGENT_MODEL") or "stub-model", messages=messages,
-            tools=session.tool_specs(), stream=True, stream_options={"include_usage": True})
+            **({"tools": tools} if tools else {}), stream=True, stream_options={"include_usage": True})
         text = ""
         calls: dict[int, dict] = {}
         for chunk in stream:
@@ -459,6 +521,8 @@ class Agent:
             return self.bash(session, turn, str(arguments.get("command") or ""))
         if name == "read_file":
             return self.read_file(session, turn, str(arguments.get("path") or ""))
+        if name == "ipython" and self.args.tools == "ipython":
+            return self.ipython(session, turn, str(arguments.get("code") or ""))
         if name.startswith("mcp__") and name.count("__") >= 2:
             server_name, tool = name[len("mcp__"):].split("__", 1)
             server = session.mcp.get(server_name)
@@ -477,8 +541,8 @@ class Agent:
                               "status": "completed" if ok else "failed",
                               "content": [{"type": "content", "content": {"type": "text", "text": text}}]})
 
-    def bash(self, session: Session, turn: Turn, command: str) -> str:
-        call = self.tool_call(session, command, "execute", {"command": command})
+    def permitted(self, session: Session, turn: Turn, call: dict) -> str | None:
+        """None when the user allowed the call (and it is now in progress), else why not."""
         answer = self.wire.request("session/request_permission",
                                    {"sessionId": session.id, "toolCall": call, "options": PERMISSION_OPTIONS},
                                    timeout=600, cancelled=turn.cancelled)
@@ -491,12 +555,65 @@ class Agent:
         if turn.cancelled.is_set():
             self.finish(session, call, False, "Cancelled.")
             return "Cancelled."
+        return None
+
+    def bash(self, session: Session, turn: Turn, command: str) -> str:
+        call = self.tool_call(session, command, "execute", {"command": command})
+        refused = self.permitted(session, turn, call)
+        if refused is not None:
+            return refused
+        ok, text = self.run_command(session, turn, command)
+        self.finish(session, call, ok, text)
+        return text
+
+    def ipython(self, session: Session, turn: Turn, code: str) -> str:
+        """A Python cell: `!command` lines run in the shell, `mcp.call_tool` reaches the MCP servers."""
+        # No permission request, as prime-agent's ACP mode sends none: Rondar's Plan mode
+        # would refuse any cell, since a cell can do anything.
+        call = self.tool_call(session, "IPython cell", "execute", {"code": code})
+        agent = self
+
+        class Mcp:
+            async def call_tool(self, server: str, tool: str, arguments: dict | None = None) -> str:
+                found = session.mcp.get(server)
+                if found is None:
+                    raise LookupError(f"no MCP server {server!r}")
+                ok, text = agent.mcp_server_call(session, turn, found, tool, arguments or {})
+                if not ok:
+                    raise RuntimeError(text)
+                return text
+
+        def shell(command: str) -> None:
+            ok, text = self.run_command(session, turn, command)
+            print(text, end="")
+            if not ok:
+                raise RuntimeError(text)
+
+        lines = []
+        for line in code.splitlines():
+            body = line.lstrip()
+            lines.append(line[:len(line) - len(body)] + f"_shell({body[1:]!r})" if body.startswith("!") else line)
+        out = io.StringIO()
+        ok = True
+        try:
+            compiled = compile("\n".join(lines), "<cell>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+            with contextlib.redirect_stdout(out):
+                result = eval(compiled, {"mcp": Mcp(), "_shell": shell})
+                if asyncio.iscoroutine(result):
+                    asyncio.run(result)
+        except Exception as exc:
+            ok = False
+            out.write(f"{type(exc).__name__}: {exc}\n")
+        self.finish(session, call, ok, out.getvalue())
+        return out.getvalue() if ok else f"Error\n{out.getvalue()}"
+
+    def run_command(self, session: Session, turn: Turn, command: str) -> tuple[bool, str]:
+        """Runs `command` with /bin/sh in its own process group; a cancel kills the group."""
         try:
             process = subprocess.Popen(["/bin/sh", "-c", command], cwd=session.cwd, stdin=subprocess.DEVNULL,
                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         except OSError as exc:
-            self.finish(session, call, False, str(exc))
-            return f"The command did not start: {exc}"
+            return False, f"The command did not start: {exc}"
         turn.groups.add(process.pid)
         self.all_groups.add(process.pid)
         if turn.cancelled.is_set():
@@ -505,8 +622,7 @@ class Agent:
         turn.groups.discard(process.pid)
         text = output.decode("utf-8", errors="replace")
         ok = process.returncode == 0
-        self.finish(session, call, ok, text)
-        return text if ok else f"Exit code {process.returncode}\n{text}"
+        return ok, text if ok else f"Exit code {process.returncode}\n{text}"
 
     def read_file(self, session: Session, turn: Turn, path: str) -> str:
         call = self.tool_call(session, f"Read {path}", "read", {"path": path})
@@ -519,13 +635,17 @@ class Agent:
         return text
 
     def mcp_call(self, session: Session, turn: Turn, server: McpServer, tool: str, arguments: dict) -> str:
+        call = self.tool_call(session, tool, "other", arguments)
+        ok, text = self.mcp_server_call(session, turn, server, tool, arguments)
+        self.finish(session, call, ok, text)
+        return text if ok else f"Error: {text}"
+
+    def mcp_server_call(self, session: Session, turn: Turn, server: McpServer, tool: str,
+                        arguments: dict) -> tuple[bool, str]:
         if self.args.wrong_tool:
             others = [t["name"] for t in server.tools if t["name"] != tool]
             tool = others[0] if others else tool
-        call = self.tool_call(session, tool, "other", arguments)
-        ok, text = server.call(tool, arguments, turn.cancelled)
-        self.finish(session, call, ok, text)
-        return text if ok else f"Error: {text}"
+        return server.call(tool, arguments, turn.cancelled)
 
     # ---- cancel and exit ---------------------------------------------------------------------
 
@@ -561,6 +681,10 @@ def main() -> None:
     parser.add_argument("--drop-image", action="store_true", help="image blocks never reach the model")
     parser.add_argument("--forget-on-restart", action="store_true", help="session/load loads an empty conversation")
     parser.add_argument("--wrong-tool", action="store_true", help="an MCP call goes to the other tool of its server")
+    parser.add_argument("--tools", choices=["functions", "ipython", "markdown"], default="functions",
+                        help="how tools are offered to the model")
+    parser.add_argument("--vision-side-call", action="store_true",
+                        help="images are described by a side request and the turn carries the description")
     agent = Agent(parser.parse_args())
     signal.signal(signal.SIGTERM, lambda *_: agent.shutdown())
     agent.run()

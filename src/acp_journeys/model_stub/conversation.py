@@ -108,12 +108,16 @@ Intent = Literal["reply", "remember", "recall", "read_and_look", "plan", "shell"
 
 @dataclass(frozen=True)
 class Decision:
-    """What the model says: either a text reply or one tool call, and why (for the evidence)."""
+    """What the model says: either a text reply or one tool call, and why (for the evidence).
+
+    `side` says why the request is not a journey turn (a title, a summary, a vision side call,
+    no journey sentence at all); None for a turn. Hints are computed from turns only."""
 
     intent: Intent
     why: str
     text: str = ""
     call: PlannedCall | None = None
+    side: str | None = None
 
     def summary(self) -> dict[str, Any]:
         if self.call is not None:

@@ -8,8 +8,15 @@ Rules of this module: pure functions of a `Conversation`; no I/O.
   Messages made only of tool results are skipped: Anthropic carries them with the `user` role.
 - A turn starts after the last assistant message before the instruction, so an image that an
   agent sends as a message of its own just before the prompt text still belongs to the turn.
-- A side request (a title, a summary, prompt suggestions) is recognised by its newest message
-  only: the system prompt of a coding agent mentions such words all the time.
+- Reminder and environment blocks (`<system-reminder>…</system-reminder>`) are not the user's
+  words: a journey sentence inside one is not an instruction.
+- A side request (a title, a summary, suggestions, a description of an image) is not a journey
+  turn. It is recognised by the newest user message (trailing system messages such as an
+  environment block are not asked anything): words that ask for a title, a summary... outside
+  its tag blocks and journey sentences; or, in a request that offers no tools, a journey
+  sentence only quoted inside a tag block (`<session>…</session>`) or a short system prompt that
+  asks for such a thing. The long system prompt of a coding agent mentions such words all the
+  time, so it alone never makes a side request of a request that offers tools.
 """
 
 from __future__ import annotations
@@ -39,8 +46,10 @@ REMEMBER = PATTERNS[0][1]
 
 # Words that mark a side request in the newest message (outside reminder blocks).
 SIDE_REQUEST = re.compile(
-    r"\b(title|summar(?:y|ise|ize|ies)|suggest(?:ion|ions)?|compact|topic|describe the image)\b", re.I)
+    r"\b(title|summar(?:y|ise|ize|ies)|suggest(?:ion|ions)?|compact|topic|describe)\b", re.I)
 TAG_BLOCK = re.compile(r"<(?P<tag>[A-Za-z][\w-]*)[^>]*>.*?</(?P=tag)>", re.S)
+REMINDER_BLOCK = re.compile(r"<(?P<tag>[\w-]*(?:reminder|environment)[\w-]*)[^>]*>.*?</(?P=tag)>", re.S | re.I)
+SHORT_SYSTEM = 2000  # characters: a title or summary prompt; a coding agent's own is far longer
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,11 @@ def instruction_messages(conversation: Conversation) -> list[tuple[int, Message]
             if m.role in ("user", "system") and m.text.strip()]
 
 
+def own_words(message: Message) -> str:
+    """The text of a message without its reminder and environment blocks."""
+    return REMINDER_BLOCK.sub(" ", message.text)
+
+
 def last_sentence(text: str) -> tuple[Intent, re.Match[str]] | None:
     """The journey sentence that starts last in `text`, ignoring one that lies inside another."""
     found: list[tuple[Intent, re.Match[str]]] = []
@@ -73,7 +87,7 @@ def last_sentence(text: str) -> tuple[Intent, re.Match[str]] | None:
 
 def newest_instruction(conversation: Conversation) -> Instruction | None:
     for index, message in reversed(instruction_messages(conversation)):
-        hit = last_sentence(message.text)
+        hit = last_sentence(own_words(message))
         if hit is None:
             continue
         intent, match = hit
@@ -88,21 +102,52 @@ def newest_instruction(conversation: Conversation) -> Instruction | None:
 def remembered_word(conversation: Conversation) -> tuple[str, int] | None:
     """The word of the newest "Remember this word" message, and that message's index."""
     for index, message in reversed(instruction_messages(conversation)):
-        matches = list(REMEMBER.finditer(message.text))
+        matches = list(REMEMBER.finditer(own_words(message)))
         if matches:
             return matches[-1].group("word"), index
     return None
 
 
+def newest_user_message(conversation: Conversation) -> Message | None:
+    """The user message that the request asks about: the newest message that is not a system
+    message, when that is a user message with words or images of its own (None when it is an
+    assistant message or tool results: the request continues a turn)."""
+    for message in reversed(conversation.messages):
+        if message.role == "system":
+            continue
+        if message.role == "user" and not message.tool_results and (message.text.strip() or message.images):
+            return message
+        return None
+    return None
+
+
+def _without_sentences(text: str) -> str:
+    for _, pattern in PATTERNS:
+        text = pattern.sub(" ", text)
+    return text
+
+
 def side_request(conversation: Conversation) -> str | None:
-    """Why the newest message is a side request (a title, a summary...), or None."""
+    """Why the request is a side request (a title, a summary...), or None for a journey turn."""
     if not conversation.messages:
         return "the request has no messages"
-    last = conversation.messages[-1]
-    if last.role not in ("user", "system") or last.tool_results:
+    newest = newest_user_message(conversation)
+    if newest is None:
         return None
-    if last_sentence(last.text) is not None:
+    words = own_words(newest)
+    outside = TAG_BLOCK.sub(" ", words)
+    sentence_outside = last_sentence(outside) is not None
+    if sentence_outside and conversation.tools:
+        return None  # the journey's prompt itself, with tools to act on it
+    asked = SIDE_REQUEST.search(_without_sentences(outside))
+    if asked:
+        return f"the newest user message asks for a {asked.group(1).lower()}"
+    if conversation.tools:
         return None
-    visible = TAG_BLOCK.sub(" ", last.text)
-    match = SIDE_REQUEST.search(visible)
-    return f"the newest message asks for a {match.group(1).lower()}" if match else None
+    if not sentence_outside and last_sentence(words) is not None:
+        return "the newest user message only quotes a journey prompt (in a tag block), and no tools were offered"
+    system = "\n".join(m.text for m in conversation.messages if m.role == "system")
+    asked = SIDE_REQUEST.search(TAG_BLOCK.sub(" ", system)) if len(system) <= SHORT_SYSTEM else None
+    if asked:
+        return f"a short system prompt asks for a {asked.group(1).lower()}, and no tools were offered"
+    return None

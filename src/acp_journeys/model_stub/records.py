@@ -8,6 +8,13 @@ Rules of this module:
   explains, so that a failure quotes only the hints about it.
 - Records are plain JSON-able dicts through `to_dict`; long strings are cut at `TEXT_LIMIT` so
   that a 4 MB tool result cannot bloat result.json.
+- What reached the model is kept per message (`sent`: its role and a clipped text, head and
+  tail, so that a prompt after long reminder blocks still shows), masked by the run's redactor
+  BEFORE it is clipped: a secret cut in two would no longer match its mask.
+- Hints come from the journey's turns only: a side request (a title, a summary, a vision side
+  call: `side_request` says why) never blames the agent. A request that the stub failed to
+  serve (a 400 or 500 of ours) is not a hint either: `stub_failures` lets the judge say that
+  the failure is acp-journeys', not the agent's.
 - `RecordLog` is safe to use from the server's request threads and the runner's loop at once.
 """
 
@@ -19,6 +26,15 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 TEXT_LIMIT = 2000
+MESSAGE_TEXT_LIMIT = 400  # per message of `sent`: head and tail
+
+
+def clip(text: str, limit: int = MESSAGE_TEXT_LIMIT) -> str:
+    """`text` with its middle cut out when it is longer than `limit` characters."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]} …({len(text) - 2 * half} characters)… {text[-half:]}"
 
 
 def _cut(value: Any) -> Any:
@@ -49,6 +65,8 @@ class RequestRecord:
     intent: str | None = None
     decision: dict[str, Any] | None = None  # {"text": ...} or {"tool_call": name, "arguments": {...}}
     why: str = ""
+    side_request: str | None = None  # why this request is not a journey turn; None for a turn
+    sent: list[dict[str, Any]] = field(default_factory=list)  # per message: role, clipped masked text
     error: str | None = None
     seconds: float = 0.0  # from arrival to the answer being ready (the record is made before it goes out)
 
@@ -100,19 +118,25 @@ class RecordLog:
             return len(self._records)
 
 
+def stub_failures(records: list[RequestRecord]) -> list[RequestRecord]:
+    """Model requests that the stub could not serve (it answered 4xx or 5xx): our failures."""
+    return [r for r in records if r.dialect not in (None, "models") and r.status >= 400]
+
+
 def hints(records: list[RequestRecord]) -> list[str]:
-    """Sentences about what reached the model, for a failure message of a journey."""
+    """Sentences about what reached the model in the journey's turns, for a failure message."""
     model_requests = [r for r in records if r.dialect not in (None, "models")]
     if not model_requests:
         return [NO_REQUEST]
     found: list[str] = []
-    failed = [r for r in model_requests if r.status >= 400]
-    if failed:
-        found.append(f"{len(failed)} model request(s) failed: {failed[0].status} {failed[0].error or ''}".strip())
+    served = [r for r in model_requests if r.status < 400]
+    turns = [r for r in served if r.side_request is None]
+    model_requests = turns
     intents = {r.intent for r in model_requests}
-    if "read_and_look" in intents and not any(r.image_present for r in model_requests):
+    # An image that reached the model in a side call (a vision request) did reach it.
+    if "read_and_look" in intents and not any(r.image_present for r in served):
         found.append("the image never reached the model")
-    elif "read_and_look" in intents and not any(r.image_decoded for r in model_requests):
+    elif "read_and_look" in intents and not any(r.image_decoded for r in served):
         found.append("the image reached the model in a form it could not decode")
     if any(r.why.startswith("no shell tool offered") for r in model_requests):
         found.append("the agent offered no shell tool to the model")
@@ -146,7 +170,7 @@ HINT_EXPLAINS: tuple[tuple[str, frozenset[str]], ...] = (
         "create-plan-not-called", "get-plan-not-called", "reply-missing-plan-id"})),
 )
 """Which failures each hint of `hints` explains, by the start of its sentence; any other hint
-(no request, failed requests) explains how a turn went (`TURN_OUTCOMES`)."""
+(no request) explains how a turn went (`TURN_OUTCOMES`)."""
 
 
 def explains(hint: str) -> frozenset[str]:

@@ -8,7 +8,8 @@ Rules of this module:
   `/openai/v1/chat/completions`, `/api/anthropic/v1/messages`); a leading `/t/<tag>` is a
   route tag that lands in the records (`url_for`), so that one server serves many journeys.
 - It decides nothing itself: the dialect parses, the script decides (`decide` is injectable for
-  tests), the dialect renders; every request becomes one `RequestRecord`.
+  tests), the dialect renders; every request becomes one `RequestRecord`, with the text of each
+  message masked by `mask` (the run's redactor) and clipped.
 - `stop` is bounded: the accept loops end within their poll interval, and open connections
   (keep-alive, a stream mid-way) are shut down rather than waited for.
 """
@@ -31,7 +32,7 @@ from typing import Any
 from acp_journeys.model_stub import script
 from acp_journeys.model_stub.conversation import Conversation, Decision
 from acp_journeys.model_stub.dialects import AnthropicMessages, BadRequest, Dialect, all_dialects
-from acp_journeys.model_stub.records import RecordLog, RequestRecord
+from acp_journeys.model_stub.records import RecordLog, RequestRecord, clip
 
 logger = logging.getLogger("acp_journeys.model_stub")
 
@@ -44,6 +45,22 @@ POLL_SECONDS = 0.05
 IDLE_SECONDS = 120  # a keep-alive connection with no request for this long is closed
 
 Decide = Callable[[Conversation], Decision]
+Mask = Callable[[str], str]
+
+
+def sent_messages(conversation: Conversation, mask: Mask) -> list[dict[str, Any]]:
+    """Each message as it reached the model, for the record: role, masked and clipped text."""
+    sent = []
+    for message in conversation.messages:
+        entry: dict[str, Any] = {"role": message.role, "text": clip(mask(message.text))}
+        if message.images:
+            entry["images"] = len(message.images)
+        if message.tool_calls:
+            entry["tool_calls"] = [call.name for call in message.tool_calls]
+        if message.tool_results:
+            entry["tool_results"] = [clip(mask(r.text)) for r in message.tool_results]
+        sent.append(entry)
+    return sent
 
 
 def _inflate(data: bytes, wbits: int) -> bytes:
@@ -230,9 +247,11 @@ class _Handler(BaseHTTPRequestHandler):
             images = [img for m in conversation.messages for img in m.all_images()]
             fields.update(model=conversation.model, tools_offered=conversation.tool_names(),
                           messages=len(conversation.messages), stream=dialect.wants_stream(body),
-                          image_present=bool(images), image_decoded=any(i.data is not None for i in images))
+                          image_present=bool(images), image_decoded=any(i.data is not None for i in images),
+                          sent=sent_messages(conversation, self.stub.mask))
             decision = self.stub.decide(conversation)
-            fields.update(intent=decision.intent, decision=decision.summary(), why=decision.why)
+            fields.update(intent=decision.intent, decision=decision.summary(), why=decision.why,
+                          side_request=decision.side)
         except BadRequest as exc:
             self._record(started, tag, status=400, error=str(exc), **fields)
             self._json(400, dialect.error(400, str(exc)))
@@ -296,9 +315,11 @@ class ModelStub:
     >>> stub.stop()
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, decide: Decide = script.decide) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, decide: Decide = script.decide,
+                 mask: Mask = str) -> None:
         self.host, self.port = host, port
         self.decide = decide
+        self.mask = mask  # the run's redactor: secrets never reach a record
         self.records = RecordLog()
         self._dialects = all_dialects()
         self._servers: list[socketserver.BaseServer] = []

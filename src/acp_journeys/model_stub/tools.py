@@ -9,12 +9,18 @@ Rules of this module: pure functions of `ToolSpec`s; no I/O.
 - An MCP tool is found by its base name whatever prefix the agent gives it (`mcp_<server>_`,
   `mcp__<server>__`, `<server>__`, `<server>_`, `<server>.`, or none); a name that holds the
   server's name comes first.
+- A Python cell tool (prime-agent's `ipython {code}`) is found by its name and a string `code`
+  property: a shell command goes in it as `!command`, and an MCP tool is reached from it with
+  `await mcp.call_tool(server, tool, arguments)` only when the agent's prompt says so.
+- Tools in Markdown: a request that offers no tools but whose system prompt shows fenced blocks
+  (```` ```shell ````, ```` ```ipython ````) is answered with such a block (gptme runs them).
 - Arguments fill the properties we mean and every other REQUIRED property with a harmless value
   of its type, so that a strict agent does not refuse the call.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -29,7 +35,13 @@ READ_NAMES = frozenset({
     "read", "read_file", "view", "read_text_file", "readfile", "view_file", "file_read", "cat",
     "open_file", "str_replace_based_edit_tool", "str_replace_editor", "text_editor",
 })
+CELL_NAMES = frozenset({"ipython", "python", "jupyter", "notebook", "run_python", "execute_python",
+                        "python_exec", "code_interpreter", "run_code", "execute_code"})
 COMMAND_PROPERTIES = ("command", "cmd", "commandLine")
+SHELL_BLOCKS = ("shell", "bash", "sh")
+CELL_BLOCKS = ("ipython", "python")
+FENCE = re.compile(r"^```(?P<lang>[\w+-]+)[^\n]*\n(?P<body>.*?)^```", re.S | re.M)
+MCP_FROM_CELL = re.compile(r"\bmcp\.call_tool\(")
 PATH_PROPERTIES = ("path", "file_path", "filePath", "absolute_path", "absolutePath", "filename",
                    "file", "target_file", "file_name", "uri")
 ID_PROPERTIES = ("plan_id", "planId", "id")
@@ -164,14 +176,58 @@ def get_plan_arguments(tool: ToolSpec, plan_id: str) -> dict[str, Any]:
     return complete(tool, {key: plan_id}, plan_id)
 
 
+MCP_CALL_IN_CODE = re.compile(r"\.call_tool\(\s*[\"'][^\"']*[\"']\s*,\s*[\"'](?P<tool>[^\"']+)[\"']")
+
+
 def call_role(call: ToolCall) -> str:
     """What an earlier tool call was: "create_plan", "get_plan", "shell", "read" or "other"."""
     for base in ("create_plan", "get_plan"):
         if matches_base(call.name, base):
             return base
+    code = call.arguments.get("code")
+    if isinstance(code, str):  # a Python cell
+        called = MCP_CALL_IN_CODE.search(code)
+        if called:
+            return next((b for b in ("create_plan", "get_plan") if matches_base(called.group("tool"), b)), "other")
+        return "shell" if code.lstrip().startswith("!") else "other"
     if any(isinstance(call.arguments.get(k), (str, list)) for k in COMMAND_PROPERTIES) \
             and call.arguments.get("command") != "view":
         return "shell"
     if base_names(call.name) & READ_NAMES or any(k in call.arguments for k in PATH_PROPERTIES):
         return "read"
     return "other"
+
+
+def find_cell_tool(tools: tuple[ToolSpec, ...]) -> ToolSpec | None:
+    """A Python cell tool: a cell name and a string `code` property."""
+    for tool in tools:
+        code = tool.properties().get("code")
+        if base_names(tool.name) & CELL_NAMES and isinstance(code, dict) and "string" in (_schema_types(code) or {"string"}):
+            return tool
+    return None
+
+
+def cell_arguments(tool: ToolSpec, code: str) -> dict[str, Any]:
+    return complete(tool, {"code": code}, code.splitlines()[0] if code else "code")
+
+
+def cell_reaches_mcp(tool: ToolSpec, prompt_text: str) -> bool:
+    """Whether the agent says its MCP tools are called from the cell with `mcp.call_tool`."""
+    return bool(MCP_FROM_CELL.search(tool.description) or MCP_FROM_CELL.search(prompt_text))
+
+
+def mcp_cell_code(server: str, tool: str, arguments: dict[str, Any]) -> str:
+    # JSON literals are Python literals too, for the strings and dicts used here.
+    return f"print(await mcp.call_tool({json.dumps(server)}, {json.dumps(tool)}, {json.dumps(arguments)}))"
+
+
+def markdown_block_language(system_text: str, wanted: tuple[str, ...]) -> str | None:
+    """The first of `wanted` that the system prompt shows as a fenced block's language."""
+    shown = {m.group("lang").lower() for m in FENCE.finditer(system_text)}
+    shown |= {lang for lang in wanted if f"```{lang}" in system_text}
+    return next((lang for lang in wanted if lang in shown), None)
+
+
+def fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """(language, body) of each fenced block of a text, in order."""
+    return [(m.group("lang").lower(), m.group("body").rstrip("\n")) for m in FENCE.finditer(text)]

@@ -1,7 +1,8 @@
 """Anthropic Messages: `POST …/messages` (plain JSON or SSE) and `POST …/messages/count_tokens`.
 
 Rules of this module:
-- Requests: `system` as a string or text blocks; `messages` of the roles user and assistant with
+- Requests: `system` as a string or text blocks; `messages` of the roles user, assistant and
+  system (Claude Code sends its environment block as a `system` message after the prompt) with
   content as a string or blocks: text, image (base64 or url source), tool_use, tool_result (its
   content a string or text and image blocks, and `is_error`); thinking blocks are skipped.
   `tools` with an `input_schema`, and the typed client tools `bash_*` and `text_editor_*`,
@@ -69,9 +70,12 @@ def _result(block: dict[str, Any]) -> ToolResult:
                       tuple(images))
 
 
+ROLES = ("user", "assistant", "system")
+
+
 def _message(raw: Any) -> Message:
-    if not isinstance(raw, dict) or raw.get("role") not in ("user", "assistant"):
-        raise BadRequest(f"messages: not a user or assistant message: {str(raw)[:200]}")
+    if not isinstance(raw, dict) or raw.get("role") not in ROLES:
+        raise BadRequest(f"messages: not a user, assistant or system message: {str(raw)[:200]}")
     content = raw.get("content")
     if isinstance(content, str):
         return Message(raw["role"], (content,))

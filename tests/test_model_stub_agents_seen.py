@@ -1,0 +1,246 @@
+"""The stub against what released agents send, over real HTTP (issue "the scripted model plays the
+model for the agents people use").
+
+tests/data/model-requests/ holds requests that Claude Code (through claude-agent-acp) sent to the
+stub, cut down (system prompt and tool list shortened, paths of the machine replaced): a title
+request, the turn of stop-running-turn (its `messages` end with a `system` environment entry),
+and a prompt-suggestion request. The other agents' shapes are written here from what they send:
+Hermes' image description, tools in Markdown, a Python cell as the only tool.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_journeys import prompts
+from acp_journeys.evidence import JourneyEvidence
+from acp_journeys.judge import judge_journey
+from acp_journeys.model_stub import ModelStub, hints
+from acp_journeys.model_stub.conversation import Conversation, Message, ToolCall, ToolResult, ToolSpec
+from acp_journeys.model_stub.records import RequestRecord, clip
+from acp_journeys.model_stub.script import decide
+
+DATA = Path(__file__).parent / "data" / "model-requests"
+
+
+def recording(name: str) -> dict[str, Any]:
+    body = json.loads((DATA / name).read_text())
+    body["stream"] = False  # the same request, answered as plain JSON to read it here
+    return body
+
+
+def post_to(url: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def post(stub: ModelStub, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    return post_to(stub.url_for("t1") + path, body)
+
+
+def test_claude_code_turn_with_a_system_entry_gets_its_bash_call(stub: ModelStub) -> None:
+    """Point 1: `messages` = [reminder, prompt], then a `system` environment entry: no 400."""
+    body = recording("claude-code-sleep.json")
+    assert [m["role"] for m in body["messages"]] == ["user", "system"]
+    status, answer = post(stub, "/v1/messages", body)
+    assert status == 200, answer
+    assert answer["content"][0] == {**answer["content"][0], "type": "tool_use", "name": "Bash",
+                                    "input": {**answer["content"][0]["input"], "command": "sleep 120"}}
+    [record] = stub.records.snapshot(tag="t1")
+    assert record.side_request is None and record.intent == "shell"
+
+
+def test_claude_code_side_requests_are_no_turns_and_give_no_hints(stub: ModelStub) -> None:
+    """Point 2: the title request quotes the prompt with no tools; the suggestion request comes
+    after the turn. Both are answered briefly, marked as side requests, and the hint "no shell
+    tool" (which the title request used to cause) is gone."""
+    for name, word in (("claude-code-title.json", "title"), ("claude-code-suggestion.json", "suggest")):
+        status, answer = post(stub, "/v1/messages", recording(name))
+        assert status == 200 and answer["content"][0]["type"] == "text", answer
+        assert answer["content"][0]["text"] == "OK."
+        record = stub.records.snapshot(tag="t1")[-1]
+        assert record.side_request is not None and word in record.side_request, record
+    post(stub, "/v1/messages", recording("claude-code-sleep.json"))
+    records = stub.records.snapshot(tag="t1")
+    assert [r.side_request is None for r in records] == [False, False, True]
+    assert records[0].intent == "other" and records[0].why.startswith("not about a journey")
+    assert hints(records) == []
+    # A turn with no shell tool still gets its hint: only side requests are left out.
+    turn = RequestRecord.from_dict({**records[2].to_dict(), "why": "no shell tool offered: tools were []"})
+    assert hints([records[0], turn]) == ["the agent offered no shell tool to the model"]
+
+
+def test_a_trailing_system_block_that_says_suggest_is_not_a_side_request() -> None:
+    """Point 2: only the newest user message can ask for a title or a suggestion."""
+    conv = Conversation((Message("system", ("You are an agent.",)), Message("user", (prompts.run_sleep(),)),
+                         Message("system", ("Do not suggest edits. Keep a summary of your work.",))),
+                        (ToolSpec("bash", {"properties": {"command": {"type": "string"}}}),))
+    decision = decide(conv)
+    assert decision.side is None and decision.call is not None and decision.call.arguments == {"command": "sleep 120"}
+
+
+def test_hermes_image_description_from_a_vision_side_call(stub: ModelStub) -> None:
+    """Point 3: the side call with the image (no tools) is answered with its colour; the turn
+    then carries only that description, and the colour is read from it."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (64, 64), (230, 10, 10)).save(buffer, format="PNG")
+    url = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+    side = {"model": "m", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "Describe everything visible in this image."}, {"type": "image_url", "image_url": {"url": url}}]}]}
+    status, answer = post(stub, "/v1/chat/completions", side)
+    description = answer["choices"][0]["message"]["content"]
+    assert status == 200 and description == "The image is mostly red."
+    read = {"type": "function", "function": {"name": "read_file", "parameters": {
+        "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}
+    prompt = (prompts.image_and_file() + "\n\n[The user attached an image. Here's what it contains: "
+              f"{description}]")
+    turn = {"model": "m", "tools": [read], "messages": [
+        {"role": "user", "content": prompt},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "read_file", "arguments": json.dumps({"path": prompts.NOTE_PATH})}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "FILE-ABCD1234\n"}]}
+    status, answer = post(stub, "/v1/chat/completions", turn)
+    assert status == 200 and answer["choices"][0]["message"]["content"] == "FILE-ABCD1234 red"
+    side_record, turn_record = stub.records.snapshot(tag="t1")
+    assert side_record.side_request and "describe" in side_record.side_request
+    assert "describes it" in turn_record.why
+    # The image reached the model in the side call: no hint says that it never did.
+    assert hints([side_record, turn_record]) == []
+
+
+GPTME_SYSTEM = ("You are gptme. You can run commands by writing them in code blocks.\n"
+                "```shell\nls\n```\nThe output comes back in the next message.\n"
+                "```ipython\nprint(1)\n```")
+
+
+def test_tools_in_markdown_get_a_fenced_block_and_its_output_is_the_result() -> None:
+    """Point 4: no `tools`, a system prompt that shows ```shell blocks: the command comes as a
+    block; the message after it is the block's output; the turn then ends."""
+    conv = Conversation((Message("system", (GPTME_SYSTEM,)), Message("user", (prompts.run_sleep(),))))
+    first = decide(conv)
+    assert first.call is None and first.text == "```shell\nsleep 120\n```" and first.side is None
+    ran = Conversation(conv.messages + (Message("assistant", (first.text,)),
+                                        Message("system", ("Ran command: `sleep 120`\nNo output",))))
+    assert decide(ran).text == "Done: `sleep 120` finished."
+    note = Conversation((Message("system", (GPTME_SYSTEM,)), Message("user", (prompts.image_and_file(),))))
+    cat = decide(note)
+    assert cat.text == f"```shell\ncat {prompts.NOTE_PATH}\n```"
+    # With no such block in the system prompt, there is still no tool to run it.
+    bare = decide(Conversation((Message("system", ("You are helpful.",)), Message("user", (prompts.run_sleep(),)))))
+    assert "no shell tool" in bare.text.lower() or "no shell tool" in bare.why
+
+
+IPYTHON = ToolSpec("ipython", {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]},
+                   "Execute Python scratchpad code and `%%bash` shell cells in a persistent IPython kernel.")
+PRIME_SYSTEM = ("# Generic MCP Connections\nFor `rondar`, first discover its tools with "
+                "`await mcp.list_tools(\"rondar\")`, then call one with `await mcp.call_tool(\"rondar\", \"<tool>\", arguments)`.")
+
+
+def cell(conv: Conversation, call_id: str, code: str, output: str) -> Conversation:
+    return Conversation(conv.messages + (Message("assistant", tool_calls=(ToolCall(call_id, "ipython", {"code": code}),)),
+                                         Message("tool", tool_results=(ToolResult(call_id, output),))), conv.tools)
+
+
+def test_a_python_cell_as_the_only_tool() -> None:
+    """Point 5: prime-agent's `ipython {code}`: `!sleep 120`, `!cat`, and the MCP tools from the
+    cell with `await mcp.call_tool(...)` since its system prompt says so."""
+    sleep = decide(Conversation((Message("user", (prompts.run_sleep(),)),), (IPYTHON,)))
+    assert sleep.call is not None and sleep.call.arguments == {"code": "!sleep 120"}
+    plan = Conversation((Message("system", (PRIME_SYSTEM,)),
+                         Message("user", (prompts.plan_turn("/w/plan-input.txt", "T"),))), (IPYTHON,))
+    first = decide(plan)
+    assert first.call is not None and first.call.arguments == {"code": "!cat /w/plan-input.txt"}
+    plan = cell(plan, "c1", first.call.arguments["code"], "INPUT-ABCD1234\n")
+    create = decide(plan)
+    assert create.call is not None
+    assert create.call.arguments["code"] == ('print(await mcp.call_tool("rondar", "create_plan", '
+                                             '{"title": "T", "description": "INPUT-ABCD1234"}))')
+    plan = cell(plan, "c2", create.call.arguments["code"], "{'id': 'PLAN-ABCD1234'}\n")
+    get = decide(plan)
+    assert get.call is not None and 'mcp.call_tool("rondar", "get_plan", {"plan_id": "PLAN-ABCD1234"})' in \
+        get.call.arguments["code"]
+    plan = cell(plan, "c3", get.call.arguments["code"], "{'id': 'PLAN-ABCD1234', 'title': 'T'}\n")
+    assert decide(plan).text == "PLAN-ABCD1234"
+    # A cell whose agent says nothing of mcp.call_tool: no guessing, the plan cannot be saved.
+    silent = Conversation((Message("user", (prompts.plan_turn("/w/p.txt", "T"),)),), (IPYTHON,))
+    silent = cell(silent, "c1", "!cat /w/p.txt", "INPUT-ABCD1234\n")
+    assert decide(silent).text == "I cannot save the plan: no create_plan tool."
+
+
+def test_records_keep_roles_and_a_clipped_masked_text(stub: ModelStub) -> None:
+    """Point 6: per request, each message's role and text (masked before it is clipped, so a
+    secret cut by the clip is still masked) and the decision."""
+    secret = "sk-SECRET-" + "x" * 30
+    long_system = "a" * 190 + secret + "b" * 600
+    masked = ModelStub(mask=lambda text: text.replace(secret, "***")).start()
+    try:
+        body = {"model": "m", "system": long_system, "max_tokens": 10,
+                "messages": [{"role": "user", "content": prompts.reply_exactly("REPLY-ABCD1234")}]}
+        status, _ = post_to(masked.url + "/v1/messages", body)
+        assert status == 200
+        [record] = masked.records.as_dicts()
+    finally:
+        masked.stop()
+    assert [m["role"] for m in record["sent"]] == ["system", "user"]
+    assert record["sent"][1]["text"] == prompts.reply_exactly("REPLY-ABCD1234")
+    assert "sk-SECRET" not in json.dumps(record) and "***" in record["sent"][0]["text"]
+    assert len(record["sent"][0]["text"]) < 500 and "characters)…" in record["sent"][0]["text"]
+    assert record["decision"] == {"text": "REPLY-ABCD1234"}
+    assert clip("x" * 1000).startswith("x" * 200) and clip("short") == "short"
+
+
+def test_a_4xx_of_the_stub_is_our_error_not_the_agents_failure() -> None:
+    """Point 6: a journey that failed after the stub refused a request is acp-journeys' error."""
+    refused = {"seq": 1, "at": 0.1, "tag": "turn-to-end", "method": "POST", "path": "/t/turn-to-end/v1/messages",
+               "dialect": "anthropic-messages", "status": 400, "error": "messages: not a user message"}
+    evidence = JourneyEvidence(journey="turn-to-end", model_stub_used=True, model_requests=[refused],
+                               stopped_early="the turn did not end")
+    judgement = judge_journey(evidence)
+    assert judgement.verdict == "error" and judgement.failure_ids == ["runner-error"]
+    detail = judgement.failures[0].detail
+    assert "model stub" in detail and "400" in detail and "timeout" in detail
+    assert not any("model request(s) failed" in w for w in judgement.warnings)
+
+
+@pytest.mark.parametrize("status", [200, 404])
+def test_served_requests_and_a_refused_websocket_are_no_error_of_ours(status: int) -> None:
+    served = {"seq": 1, "at": 0.1, "tag": "turn-to-end", "method": "GET" if status == 404 else "POST",
+              "path": "/x", "dialect": None if status == 404 else "openai-chat", "status": status}
+    evidence = JourneyEvidence(journey="turn-to-end", model_stub_used=True, model_requests=[served],
+                               stopped_early="the turn did not end")
+    assert judge_journey(evidence).verdict == "fail"
+
+
+@pytest.mark.parametrize(("system", "user", "tools", "side"), [
+    # A title request of the common shape: a short system prompt, the exchange quoted, no tools.
+    ("Generate a concise title (max 6 words) for this conversation. Return only the title.",
+     f"User: {prompts.run_sleep()}\nAssistant: [response]", (), True),
+    # The same words in the user message itself.
+    ("", f"Write a short title for this session:\n{prompts.run_sleep()}", (), True),
+    # A coding agent's turn: a long system prompt that mentions summaries, and tools.
+    ("Keep a summary of your work. Suggest tests. " + "Be careful. " * 300, prompts.run_sleep(),
+     (ToolSpec("bash", {"properties": {"command": {"type": "string"}}}),), False),
+    # A Markdown agent's turn: a long system prompt, no tools, the prompt as it is.
+    (GPTME_SYSTEM + " Summarise at the end. " + "Be careful. " * 300, prompts.run_sleep(), (), False),
+])
+def test_side_requests_of_other_shapes(system: str, user: str, tools: tuple[ToolSpec, ...], side: bool) -> None:
+    messages = ((Message("system", (system,)),) if system else ()) + (Message("user", (user,)),)
+    decision = decide(Conversation(messages, tools))
+    assert (decision.side is not None) == side, decision
+    if side:
+        assert decision.call is None and decision.text == "OK."
