@@ -844,7 +844,7 @@ def test_end_to_end_a_baseline_turns_a_known_failure_green(engine_images: None, 
     }, files={".github/acp-baseline.yml": "- id: stop-running-turn:stop-reason\n  reason: cancel lands in 2.0\n"})
     try:
         assert not run.failed, run.log
-        assert [s.outcome for s in run.steps] == ["success"] * 7, run.log
+        assert [s.outcome for s in run.steps] == ["success"] * len(run.steps), run.log
         result = json.loads(Path(run.outputs["result-path"]).read_text())
         # result.json keeps what happened; the baseline decides what it means for the job.
         assert result["verdict"] == "fail" and result["passed"] == 1
