@@ -282,9 +282,16 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         if demo_state:
             shutil.rmtree(demo_state, ignore_errors=True)
-    result_json.write(result, args.output, redactor)
-    # Everything printed or written from here on comes from the masked copy.
-    result = type(result).model_validate_json(result_json.dump(result, redactor))
+    # Everything printed or written from here on comes from the masked copy, judged as verify will.
+    masked = result_json.masked_and_judged(result, redactor)
+    changed = [j.id for j, m in zip(result.journeys, masked.journeys)
+               if (j.verdict, [f.id for f in j.failures]) != (m.verdict, [f.id for f in m.failures])]
+    if changed:
+        print(f"acp-journeys: warning: masking the secrets changed the verdict of {', '.join(changed)}: a "
+              "secret value also occurs in what the judge reads; the verdict shown is the one of the "
+              "written file", file=sys.stderr)
+    result = masked
+    result_json.write(result, args.output)
     code = _publish(result, args, baseline)
     print(f"result: {args.output}")
     if stopped_by is not None:

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from acp_journeys.evidence import RESULT_SCHEMA, RunResult
 from acp_journeys.redact import Redactor
+from acp_journeys.result_masking import mask_result
 
 
 class ResultFileError(Exception):
@@ -22,10 +23,17 @@ class ResultFileError(Exception):
 
 
 def dump(result: RunResult, redactor: Redactor | None = None) -> str:
-    if not redactor:
-        return result.model_dump_json(by_alias=True, indent=2)
-    data = redactor.redact_data(result.model_dump(mode="json", by_alias=True))
-    return json.dumps(data, indent=2, ensure_ascii=False)
+    if redactor:
+        result = mask_result(result, redactor)
+    return result.model_dump_json(by_alias=True, indent=2)
+
+
+def masked_and_judged(result: RunResult, redactor: Redactor) -> RunResult:
+    """What `run` writes and reports: the masked result, judged again from its masked evidence,
+    which is exactly what `verify` does with the file (so the two always agree)."""
+    from acp_journeys.judge import judge_result
+
+    return judge_result(mask_result(result, redactor)) if redactor else result
 
 
 def write(result: RunResult, path: str, redactor: Redactor | None = None) -> None:
