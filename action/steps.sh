@@ -443,7 +443,8 @@ step_gate() {
     fi
     need ACPJ_RUNNER_IMAGE
     runner_args "$work"
-    local cli=(verify "$work/result.json")
+    journey_args "${ACPJ_JOURNEYS:-}"  # the journeys that ran: a file without one is a partial verdict
+    local cli=(verify "$work/result.json" "${JOURNEY_ARGS[@]}")
     [ -z "${GITHUB_SHA:-}" ] || cli+=(--expect-sha "$GITHUB_SHA")
     local code=0
     docker run "${RUNNER_ARGS[@]}" --network none "$ACPJ_RUNNER_IMAGE" "${cli[@]}" >"$work/verify.log" 2>&1 || code=$?
