@@ -224,3 +224,28 @@ def test_words_of_the_public_protocol_and_our_titles_are_never_masked() -> None:
     data = {"loadSession": True, "stopReason": "end_turn", "title": prompts.PLAN_TITLE_SAVED_PLAN}
     assert r.redact_data(data) == data
     assert r.redact("my plan") == f"my {MASK}"  # in free text they are masked
+
+
+# --- the value side of --login config lines -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,content,secret", [
+    ("config.toml", '[auth]\napi_key = "sk-toml-123456"\n', "sk-toml-123456"),
+    ("config.yaml", "provider:\n  api-key: 'sk-yaml-123456'\n", "sk-yaml-123456"),
+    ("creds.ini", "[default]\naws_secret_access_key=AKIAexample99\n", "AKIAexample99"),
+    (".env", "export OPENAI_API_KEY=sk-env-123456 # the key\n", "sk-env-123456"),
+    (".netrc", "machine api.example.test login bot password pw-netrc-9876\n", "pw-netrc-9876"),
+])
+def test_the_value_of_a_config_line_is_masked_on_its_own(tmp_path: Path, name: str, content: str,
+                                                          secret: str) -> None:
+    (tmp_path / name).write_text(content)
+    r = Redactor()
+    r.add_path(str(tmp_path / name))
+    assert r.redact(f"the agent printed {secret}.") == f"the agent printed {MASK}."
+
+
+def test_literals_of_a_config_file_are_no_secrets(tmp_path: Path) -> None:
+    (tmp_path / "c.toml").write_text("enabled = true\nport = 8080\nverbose: false\n")
+    r = Redactor()
+    r.add_path(str(tmp_path / "c.toml"))
+    assert r.redact("true 8080 false") == "true 8080 false"

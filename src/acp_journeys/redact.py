@@ -85,8 +85,10 @@ class Redactor:
             self.add(text)
             try:  # a token inside a one-line JSON credentials file, printed on its own
                 self._add_strings(json.loads(text))
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
+            for value in config_values(text):
+                self.add(value)
 
     def _add_strings(self, value: object) -> None:
         if isinstance(value, str) and len(value) >= 8:
@@ -163,6 +165,33 @@ class Redactor:
             if secret in text:
                 text = text.replace(secret, MASK)
         return text
+
+
+_ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?[\w.\-\"' ]+?\s*[=:]\s*(?P<value>.+?)\s*$")
+_NETRC = re.compile(r"\b(?:password|passwd|login|account)\s+(?P<value>\S+)")
+_NOT_SECRET = re.compile(r"(?i)^(true|false|yes|no|on|off|null|none|~|-?\d+(\.\d+)?)$")
+
+
+def config_values(text: str) -> list[str]:
+    """The value side of the lines of a TOML, YAML, INI, dotenv or netrc file (`key = value`,
+    `key: value`, `export KEY=value`, `password value`), unquoted; literals are no secrets."""
+    values: list[str] = []
+    for line in text.splitlines():
+        if line.lstrip().startswith(("#", ";", "[")):
+            continue
+        found = [m.group("value") for m in _NETRC.finditer(line)]
+        match = _ASSIGNMENT.match(line)
+        if match:
+            found.append(match.group("value"))
+        for value in found:
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1]
+            elif " #" in value:  # an inline comment after an unquoted value
+                value = value.split(" #", 1)[0].strip()
+            if value and not _NOT_SECRET.match(value):
+                values.append(value)
+    return values
 
 
 def parse_env_option(option: str, environ: dict[str, str] | None = None) -> tuple[str, str]:
