@@ -28,12 +28,12 @@ def values_for(result: RunResult) -> list[str]:
     """The fixed values, plus ones that occur in this run's evidence: a substring of a marker, a
     whole marker, and the agent's session id (a real-looking token that the agent prints)."""
     values = list(FIXED_VALUES)
-    for journey in result.journeys:
-        for marker in journey.evidence.markers.values():
-            values += [marker[-6:-2], marker]
-        session_id = next((t.session_id for t in journey.evidence.turns if t.session_id), None)
-        if session_id and len(session_id) >= MIN_SECRET:
-            values.append(session_id)
+    markers = [m for j in result.journeys for m in j.evidence.markers.values()]
+    if markers:
+        values += [markers[0][-6:-2], markers[-1]]
+    sessions = [t.session_id for j in result.journeys for t in j.evidence.turns if t.session_id]
+    if sessions and len(sessions[0]) >= MIN_SECRET:
+        values.append(sessions[0])
     return list(dict.fromkeys(values))
 
 
