@@ -184,7 +184,8 @@ def test_an_unexpected_error_of_ours_is_one_line_and_exit_2(whole, tmp_path, mon
     monkeypatch.setattr(acp_journeys.judge, "judge_result", broken)
     assert cli.main(["verify", write(tmp_path, whole)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "internal error: RuntimeError: a bug of ours" in err and "report" in err
+    assert err.count("\n") == 1 and "internal error: RuntimeError at " in err and "a bug of ours" in err
+    assert "report it" in err
 
 
 # --- fuzz ----------------------------------------------------------------------------------------------

@@ -143,11 +143,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # our bug: one line, never a traceback, and exit 2 (never the agent's fault)
-        text = " ".join(str(exc).split())
-        print(f"acp-journeys: internal error: {type(exc).__name__}: {text[:300]} (please report it at "
-              "https://github.com/rondar/acp-journeys/issues with the command you ran)", file=sys.stderr)
+        print(f"acp-journeys: internal error: {_one_line(exc, show_message=args.command != 'run')} (please "
+              "report it at https://github.com/rondar/acp-journeys/issues with the command you ran)",
+              file=sys.stderr)
         return EXIT_USAGE
     return EXIT_USAGE
+
+
+def _one_line(exc: BaseException, show_message: bool) -> str:
+    """The error and where in our code it happened; not the message of `run`, which may hold a
+    secret that no redactor saw."""
+    frame = exc.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    where = f" at {os.path.basename(frame.tb_frame.f_code.co_filename)}:{frame.tb_lineno}" if frame else ""
+    message = " ".join(str(exc).split())[:300] if show_message else ""
+    return f"{type(exc).__name__}{where}{': ' + message if message else ''}"
 
 
 def list_text(docs_url: str = catalog.DEFAULT_DOCS_URL) -> str:
@@ -438,7 +449,6 @@ def _journey_ids(ids: list[str]) -> list[str]:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from acp_journeys.report import result_json
     from acp_journeys.report.github import report_github
 
     result = _judged(_read_result(args.path), args.path)  # what we publish is what the evidence says

@@ -86,7 +86,8 @@ class JourneyContext:
 
     def on_mcp_call(self, record: Any) -> None:
         call = McpCallEvidence(at=self.clock.since(record.at), tool=record.tool,
-                               arguments=_clip_dict(dict(record.arguments), 1 << 20), result=record.result, is_error=record.is_error, connection=record.connection)
+                               arguments=_clip_dict(dict(record.arguments), 1 << 20), result=record.result,
+                               is_error=record.is_error, connection=record.connection)
         turn = self.current_turn
         if turn is not None and turn.answered_at is None:
             turn.mcp_calls.append(call)
