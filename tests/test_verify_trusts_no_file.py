@@ -285,3 +285,27 @@ def test_a_result_that_cannot_be_written_is_a_runner_error_with_the_verdicts_pri
     assert outcome.code == 2
     assert "turn-to-end" in outcome.stdout and "PASS" in outcome.stdout
     assert "runner-error" in outcome.stderr and "could not be written" in outcome.stderr
+
+
+def test_when_masking_changes_a_verdict_run_reports_the_files_verdict(whole, tmp_path):
+    """A secret that straddles a marker in the reply (contrived) changes what the judge compares;
+    then run reports the verdict of the masked file, which is what verify finds."""
+    from acp_journeys.evidence import RunResult
+    from acp_journeys.judge import judge_result
+    from acp_journeys.redact import Redactor
+    from acp_journeys.report import result_json
+
+    data = copy.deepcopy(whole)
+    evidence = data["journeys"][0]["evidence"]
+    marker = evidence["markers"]["reply"]
+    evidence["turns"][0]["reply_text"] = "Sure: " + marker
+    recorded = judge_result(RunResult.model_validate(data))
+    assert recorded.journeys[0].verdict == "pass"
+    redactor = Redactor()
+    redactor.add(": " + marker[:4])
+    masked = result_json.masked_and_judged(recorded, redactor)
+    assert [f.id for f in masked.journeys[0].failures] == ["reply-missing-marker"]
+    result_json.write(masked, str(tmp_path / "r.json"))
+    again = judge_result(result_json.read(str(tmp_path / "r.json")))
+    assert [(j.id, j.verdict, [f.id for f in j.failures]) for j in again.journeys] == \
+        [(j.id, j.verdict, [f.id for f in j.failures]) for j in masked.journeys]
