@@ -648,7 +648,8 @@ step_gate() {
     fi
     need ACPJ_RUNNER_IMAGE
     runner_args "$work"
-    local cli=(verify "$work/result.json")
+    journey_args "${ACPJ_JOURNEYS:-}"  # the journeys that ran: a file without one is a partial verdict
+    local cli=(verify "$work/result.json" "${JOURNEY_ARGS[@]}")
     [ -z "${GITHUB_SHA:-}" ] || cli+=(--expect-sha "$GITHUB_SHA")
     baseline_args "$work"
     cli+=("${BASELINE_ARGS[@]}")

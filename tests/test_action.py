@@ -626,6 +626,18 @@ def test_gate_follows_fail_on_failure(fake: FakeSteps, verify_exit: int, fail_on
     assert argv[argv.index("--network") + 1] == "none" and not any("docker.sock" in a for a in argv), argv
 
 
+def test_gate_verifies_the_journeys_that_ran(fake: FakeSteps) -> None:
+    # verify calls a file without some journeys partial, unless it is told which ones ran.
+    env = fake.prepared()
+    Path(env["ACPJ_WORK"], "result.json").write_text("{}")
+    out = fake("gate", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test",
+               ACPJ_JOURNEYS="turn-to-end, image-and-file", FAKE_DOCKER_VERIFY_EXIT="0")
+    assert out.code == 0, out.log
+    [call] = out.call("run")
+    assert call["cli"] == ["verify", f"{env['ACPJ_WORK']}/result.json", "--journey", "turn-to-end",
+                           "--journey", "image-and-file", "--expect-sha", SHA]
+
+
 def test_gate_and_report_without_a_result(fake: FakeSteps) -> None:
     env = fake.prepared()
     gate = fake("gate", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test")

@@ -20,6 +20,9 @@ def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) 
                           timeout=120, env={**os.environ, **(env or {})}, cwd=cwd)
 
 
+TWO = ("--journey", "turn-to-end", "--journey", "image-and-file")  # the journeys of failing_result
+
+
 @pytest.fixture(scope="module")
 def failing_result(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("failing")
@@ -45,10 +48,10 @@ def test_junit_from_run_and_verify(failing_result, tmp_path):
 def test_baseline_passes_known_failures_and_fails_stale_ones(failing_result, tmp_path):
     good = tmp_path / "baseline.yml"
     good.write_text("- id: turn-to-end:reply-missing-marker\n  reason: the marker is tracked in #12\n")
-    assert cli("verify", str(failing_result), "--baseline", str(good)).returncode == 0
+    assert cli("verify", str(failing_result), "--baseline", str(good), *TWO).returncode == 0
     stale = tmp_path / "stale.yml"
     stale.write_text("- turn-to-end:reply-missing-marker\n- image-and-file\n")
-    out = cli("verify", str(failing_result), "--baseline", str(stale))
+    out = cli("verify", str(failing_result), "--baseline", str(stale), *TWO)
     assert out.returncode == 1 and "image-and-file" in out.stdout
     bad = tmp_path / "bad.yml"
     bad.write_text("- turn-to-end\n- no-such-journey:x\n")
@@ -63,9 +66,9 @@ def test_expect_sha_gates_on_the_tested_commit(failing_result, tmp_path):
             turn["reply_text"] = " ".join(journey["evidence"]["markers"].values()) + " red"
     passing = tmp_path / "passing.json"
     passing.write_text(json.dumps(data))
-    assert cli("verify", str(passing)).returncode == 0
-    assert cli("verify", str(passing), "--expect-sha", "c0ffee0").returncode == 0
-    other = cli("verify", str(passing), "--expect-sha", "deadbeef")
+    assert cli("verify", str(passing), *TWO).returncode == 0
+    assert cli("verify", str(passing), "--expect-sha", "c0ffee0", *TWO).returncode == 0
+    other = cli("verify", str(passing), "--expect-sha", "deadbeef", *TWO)
     assert other.returncode == 1 and "not of deadbeef" in other.stderr
 
 

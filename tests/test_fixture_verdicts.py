@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from conftest import reference_agent, run_journeys
+from masking_property import check_masking_keeps_the_verdict
 
 ALL = ("turn-to-end", "follow-up-same-session", "follow-up-after-restart", "image-and-file",
        "stop-running-turn", "plan-turn-saved-plan", "plan-regular-plan")
@@ -87,6 +88,7 @@ def test_reference_agent_passes_all_seven(tmp_path):
     assert [j["id"] for j in outcome.result["journeys"]] == list(ALL)
     assert outcome.result["verdict"] == "pass" and outcome.result["passed"] == 7
     assert verify(outcome.path).returncode == 0
+    check_masking_keeps_the_verdict(outcome.path, tmp_path)
 
 
 @pytest.mark.parametrize("defect", sorted(EXPECTED))
@@ -100,6 +102,7 @@ def test_fixture_gets_its_exact_verdict(defect, tmp_path):
     for journey, ids in EXPECTED[defect].items():
         line = next(l for l in checked.stdout.splitlines() if l.startswith(journey + " "))
         assert "FAIL" in line and all(i in line for i in ids)
+    check_masking_keeps_the_verdict(outcome.path, tmp_path)
 
 
 @pytest.mark.parametrize("defect,journeys", [("garbage-stdout", ALL), ("oversized-line", ALL)])

@@ -166,3 +166,86 @@ def test_a_secret_that_reads_like_json_structure_cannot_break_result_json() -> N
     result = RunResult(tool_version="0", agent_command=["agent", "--key", "verdict"], started_at="t", docs_url="d")
     again = RunResult.model_validate_json(dump(result, r))
     assert again.agent_command == ["agent", "--key", "***"]
+
+
+# --- masking keeps the shape of JSON ------------------------------------------------------------
+
+
+INITIALIZE = ('{"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": 1, "agentCapabilities": '
+              '{"loadSession": true, "promptCapabilities": {"image": true}}, "note": "flag true, %s"}}')
+
+
+@pytest.mark.parametrize("secret", ["true", "false", "null", "json", "1234", "image", "plan"])
+def test_a_raw_json_line_still_parses_to_the_same_structure(secret: str) -> None:
+    raw = INITIALIZE % secret
+    masked = redactor(secret).redact_json_text(raw)
+    parsed, original = json.loads(masked), json.loads(raw)
+    assert parsed["result"]["protocolVersion"] == 1 and parsed["result"]["agentCapabilities"] == \
+        original["result"]["agentCapabilities"]
+
+
+def test_a_raw_json_line_keeps_the_raw_number_token() -> None:
+    raw = '{"result": {"protocolVersion": 1.0, "x": "sk-live-123456"}}'
+    assert redactor("sk-live-123456").redact_json_text(raw) == '{"result": {"protocolVersion": 1.0, "x": "***"}}'
+
+
+def test_a_secret_in_a_key_of_a_raw_json_line_is_masked() -> None:
+    assert redactor("sk-live-123456").redact_json_text('{"sk-live-123456": 1}') == '{"***": 1}'
+
+
+def test_a_raw_line_that_is_not_json_is_masked_as_text() -> None:
+    assert redactor("sk-live-123456").redact_json_text("oops sk-live-123456 {") == "oops *** {"
+
+
+def test_a_secret_across_string_tokens_masks_the_whole_line() -> None:
+    out = redactor('a", "b').redact_json_text('{"x": ["a", "b"]}')
+    assert 'a", "b' not in out
+
+
+def test_a_string_with_an_escaped_quote_stays_valid_when_masked() -> None:
+    raw = json.dumps({"a": 'say "sk-live-123456"'})
+    assert json.loads(redactor("sk-live-123456").redact_json_text(raw)) == {"a": 'say "***"'}
+
+
+def test_data_keys_are_masked_and_literals_are_not() -> None:
+    out = redactor("true", "sk-live-123456").redact_data({"sk-live-123456": True, "a": ["true", None, 1]})
+    assert out == {MASK: True, "a": [MASK, None, 1]}
+
+
+def test_keys_that_mask_alike_stay_apart() -> None:
+    out = redactor("sk-live-aaaaaa", "sk-live-bbbbbb").redact_data({"sk-live-aaaaaa": 1, "sk-live-bbbbbb": 2})
+    assert sorted(out.values()) == [1, 2]
+
+
+def test_words_of_the_public_protocol_and_our_titles_are_never_masked() -> None:
+    from acp_journeys import prompts
+
+    r = redactor("plan", "loadSession", "end_turn")
+    data = {"loadSession": True, "stopReason": "end_turn", "title": prompts.PLAN_TITLE_SAVED_PLAN}
+    assert r.redact_data(data) == data
+    assert r.redact("my plan") == f"my {MASK}"  # in free text they are masked
+
+
+# --- the value side of --login config lines -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,content,secret", [
+    ("config.toml", '[auth]\napi_key = "sk-toml-123456"\n', "sk-toml-123456"),
+    ("config.yaml", "provider:\n  api-key: 'sk-yaml-123456'\n", "sk-yaml-123456"),
+    ("creds.ini", "[default]\naws_secret_access_key=AKIAexample99\n", "AKIAexample99"),
+    (".env", "export OPENAI_API_KEY=sk-env-123456 # the key\n", "sk-env-123456"),
+    (".netrc", "machine api.example.test login bot password pw-netrc-9876\n", "pw-netrc-9876"),
+])
+def test_the_value_of_a_config_line_is_masked_on_its_own(tmp_path: Path, name: str, content: str,
+                                                          secret: str) -> None:
+    (tmp_path / name).write_text(content)
+    r = Redactor()
+    r.add_path(str(tmp_path / name))
+    assert r.redact(f"the agent printed {secret}.") == f"the agent printed {MASK}."
+
+
+def test_literals_of_a_config_file_are_no_secrets(tmp_path: Path) -> None:
+    (tmp_path / "c.toml").write_text("enabled = true\nport = 8080\nverbose: false\n")
+    r = Redactor()
+    r.add_path(str(tmp_path / "c.toml"))
+    assert r.redact("true 8080 false") == "true 8080 false"

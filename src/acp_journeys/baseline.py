@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from acp_journeys.bounded_file import MAX_BASELINE_BYTES, UnreadableFile, read_bounded
 from acp_journeys.catalog import FAILURES, JOURNEY_FAILURES, JOURNEY_IDS
 from acp_journeys.evidence import RunResult
 
@@ -141,6 +142,9 @@ def parse_baseline(text: str, name: str = "<baseline>") -> Baseline:
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+    deep = _too_deep(text)
+    if deep is not None:  # a baseline is flat; deep YAML takes the parser very long
+        raise BaselineError(f"{name}:{deep}: not a baseline: nested too deep")
     try:
         data = YAML(typ="rt").load(text)
     except MarkedYAMLError as exc:
@@ -150,6 +154,8 @@ def parse_baseline(text: str, name: str = "<baseline>") -> Baseline:
         raise BaselineError(f"{name}{line}: not valid YAML: {problem}") from None
     except YAMLError as exc:
         raise BaselineError(f"{name}: not valid YAML: {exc}") from None
+    except RecursionError:
+        raise BaselineError(f"{name}: not a baseline: YAML nested too deep") from None
     if data is None:
         return Baseline(name)
     if not isinstance(data, CommentedSeq):
@@ -197,12 +203,28 @@ def parse_baseline(text: str, name: str = "<baseline>") -> Baseline:
     return Baseline(name, tuple(entries))
 
 
+def _too_deep(text: str, flow: int = 16, indent: int = 32, dashes: int = 4) -> int | None:
+    """The first line (1-based) that nests deeper than any baseline does, or None."""
+    depth = 0
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.lstrip()
+        if len(line) - len(stripped) > indent or len(stripped) - len(stripped.lstrip("- ")) > 2 * dashes:
+            return number
+        for char in line:
+            depth += 1 if char in "[{" else -1 if char in "]}" else 0
+            if depth > flow:
+                return number
+    return None
+
+
 def load_baseline(path: str | Path) -> Baseline:
     """Read and check a baseline file; raises BaselineError (file and line) when it is not usable."""
     name = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_bounded(name, MAX_BASELINE_BYTES, "baseline").decode("utf-8")
+    except UnreadableFile as exc:
+        raise BaselineError(f"cannot read the baseline: {exc}") from None
+    except UnicodeDecodeError as exc:
         raise BaselineError(f"{name}: cannot read the baseline: {exc}") from None
     return parse_baseline(text, Path(path).name if Path(path).name else name)
 

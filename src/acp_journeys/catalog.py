@@ -149,6 +149,11 @@ _FAILURES: tuple[FailureKind, ...] = (
     FailureKind("runner-error",
                 "acp-journeys itself failed during this journey (not a finding about the agent): "
                 "please report it.", None),
+    # What `verify` finds in a file: evidence that cannot show a pass (cut, hand-made or from
+    # another version) never passes.
+    FailureKind("evidence-incomplete",
+                "the evidence of this journey lacks what its checks need (a turn, a process, a marker), "
+                "so it cannot pass: judge a result.json that a run wrote whole.", "failure-evidence-incomplete"),
 )
 
 FAILURES: dict[str, FailureKind] = {f.id: f for f in _FAILURES}

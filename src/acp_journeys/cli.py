@@ -88,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
 
     verify = sub.add_parser("verify", help="judge a result.json again from its evidence")
     verify.add_argument("path")
+    verify.add_argument("--journey", action="append", dest="journeys", metavar="ID",
+                        help="a journey the file must hold (repeatable; default: all 7); a file without "
+                             "one of them is a partial verdict (exit 1)")
     verify.add_argument("--expect-sha", metavar="SHA",
                         help="also fail when the result belongs to another commit or agent image")
     _add_report_options(verify)
@@ -153,7 +156,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"acp-journeys: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # our bug: one line, never a traceback, and exit 2 (never the agent's fault)
+        print(f"acp-journeys: internal error: {_one_line(exc, show_message=args.command != 'run')} (please "
+              "report it at https://github.com/rondar/acp-journeys/issues with the command you ran)",
+              file=sys.stderr)
+        return EXIT_USAGE
     return EXIT_USAGE
+
+
+def _one_line(exc: BaseException, show_message: bool) -> str:
+    """The error and where in our code it happened; not the message of `run`, which may hold a
+    secret that no redactor saw."""
+    frame = exc.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    where = f" at {os.path.basename(frame.tb_frame.f_code.co_filename)}:{frame.tb_lineno}" if frame else ""
+    message = " ".join(str(exc).split())[:300] if show_message else ""
+    return f"{type(exc).__name__}{where}{': ' + message if message else ''}"
 
 
 def list_text(docs_url: str = catalog.DEFAULT_DOCS_URL) -> str:
@@ -170,6 +191,8 @@ def list_text(docs_url: str = catalog.DEFAULT_DOCS_URL) -> str:
     for kind in catalog.FAILURES.values():
         if kind.tier == "strict":
             lines.append(f"  {kind.id:<30} #{kind.anchor:<8} {kind.message}")
+    kind = catalog.FAILURES["evidence-incomplete"]
+    lines += ["", "On a result.json that verify judges:", f"  {kind.id:<30} #{kind.anchor} {kind.message}"]
     return "\n".join(lines)
 
 
@@ -207,11 +230,7 @@ def _run(args: argparse.Namespace) -> int:
     argv = _agent_argv(args)
     if not args.image:
         argv = absolute_paths(argv)
-    journeys = args.journeys or list(catalog.JOURNEY_IDS)
-    unknown = [j for j in journeys if j not in catalog.JOURNEYS_BY_ID]
-    if unknown:
-        raise UsageError(f"unknown journey {', '.join(unknown)}; the journeys are: {', '.join(catalog.JOURNEY_IDS)}")
-    journeys = list(dict.fromkeys(journeys))
+    journeys = _journey_ids(args.journeys or list(catalog.JOURNEY_IDS))
     if args.parallel is not None and args.parallel < 1:
         raise UsageError("--parallel takes a whole number of 1 or more")
     if not args.timeout_scale > 0:
@@ -318,10 +337,25 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         if demo_state:
             shutil.rmtree(demo_state, ignore_errors=True)
-    result_json.write(result, args.output, redactor)
-    # Everything printed or written from here on comes from the masked copy.
-    result = type(result).model_validate_json(result_json.dump(result, redactor))
+    # Everything printed or written from here on comes from the masked copy, judged as verify will.
+    masked = result_json.masked_and_judged(result, redactor)
+    changed = [j.id for j, m in zip(result.journeys, masked.journeys)
+               if (j.verdict, [f.id for f in j.failures]) != (m.verdict, [f.id for f in m.failures])]
+    if changed:
+        print(f"acp-journeys: warning: masking the secrets changed the verdict of {', '.join(changed)}: a "
+              "secret value also occurs in what the judge reads; the verdict shown is the one of the "
+              "written file", file=sys.stderr)
+    result = masked
+    try:
+        result_json.write(result, args.output)
+        write_error = None
+    except Exception as exc:  # our own failure: the verdicts are still printed, then exit 2
+        write_error = str(exc) if isinstance(exc, result_json.ResultFileError) else f"{type(exc).__name__}: {exc}"
     code = _publish(result, args, baseline)
+    if write_error is not None:
+        print(f"acp-journeys: error: runner-error: {args.output} could not be written ({write_error}); the "
+              "verdicts above are not stored (not a finding about the agent)", file=sys.stderr)
+        return EXIT_USAGE
     print(f"result: {args.output}")
     if stopped_by is not None:
         print(f"acp-journeys: stopped by {signal.Signals(stopped_by).name}; {args.output} is partial",
@@ -411,16 +445,18 @@ async def _execute(run) -> tuple[object, int | None]:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from acp_journeys.judge import judge_result
-    from acp_journeys.report import result_json
-
+    accepted = _journey_ids(args.journeys) if args.journeys else list(catalog.JOURNEY_IDS)
     baseline = _load_baseline(args.baseline)
-    try:
-        stored = result_json.read(args.path)
-    except result_json.ResultFileError as exc:
-        raise UsageError(str(exc)) from None
-    result = judge_result(stored)
+    stored = _read_result(args.path)
+    result = _judged(stored, args.path)
     code = _publish(result, args, baseline)
+    # A file without some journeys is a partial verdict, unless told to accept that.
+    listed = {e.journey for e in baseline.entries} if baseline is not None else set()
+    missing = [j for j in accepted if j not in {x.id for x in result.journeys} and j not in listed]
+    if missing:
+        print(f"acp-journeys: {args.path} lacks the journeys {', '.join(missing)}: a partial verdict; "
+              "name the journeys to accept with --journey ID (or list them in the baseline)", file=sys.stderr)
+        code = code if code == EXIT_USAGE else EXIT_FAIL
     changed = [j.id for j, s in zip(result.journeys, stored.journeys)
                if j.verdict != s.verdict or [f.id for f in j.failures] != [f.id for f in s.failures]]
     if changed:
@@ -436,19 +472,38 @@ def _verify(args: argparse.Namespace) -> int:
     return code
 
 
-def _report(args: argparse.Namespace) -> int:
+def _read_result(path: str):
     from acp_journeys.report import result_json
-    from acp_journeys.report.github import report_github
 
     if not args.github and not args.html:
         raise UsageError("report: say what to make: --github, --html OUT, or both")
     try:
-        result = result_json.read(args.path)
+        return result_json.read(path)
     except result_json.ResultFileError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _judged(stored, path: str):
+    """The verdict from the evidence; evidence that the judge cannot read is a bad file (exit 2)."""
     from acp_journeys.judge import judge_result
 
-    result = judge_result(result)  # what we publish is what the evidence says
+    try:
+        return judge_result(stored)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        raise UsageError(f"{path}: its evidence cannot be judged ({type(exc).__name__}: {exc})") from None
+
+
+def _journey_ids(ids: list[str]) -> list[str]:
+    unknown = [j for j in ids if j not in catalog.JOURNEYS_BY_ID]
+    if unknown:
+        raise UsageError(f"unknown journey {', '.join(unknown)}; the journeys are: {', '.join(catalog.JOURNEY_IDS)}")
+    return list(dict.fromkeys(ids))
+
+
+def _report(args: argparse.Namespace) -> int:
+    from acp_journeys.report.github import report_github
+
+    result = _judged(_read_result(args.path), args.path)  # what we publish is what the evidence says
     outcome = None
     baseline = _load_baseline(args.baseline)
     if baseline is not None:

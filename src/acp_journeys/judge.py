@@ -90,7 +90,7 @@ def read_protocol_version(raw: str) -> tuple[bool, str]:
     if isinstance(version, str):
         return False, f"protocolVersion is the string {json.dumps(version)}; send the number 1"
     if type(version) is not int:
-        return False, f"protocolVersion is {json.dumps(version)}; send the number 1"
+        return False, f"protocolVersion is {_short(version)}; send the number 1"
     if version != 1:
         return False, f"protocolVersion is {version}; this check speaks ACP v1"
     return True, "1"
@@ -131,6 +131,10 @@ def judge_journey(evidence: JourneyEvidence, *, strict: bool = False,
     # A journey that stopped early always fails, even if no check above names the cause.
     if evidence.stopped_early and not findings.items:
         findings.add("timeout", evidence.stopped_early)
+    # Nothing failed and nothing stopped it: then its evidence must hold all that a pass needs.
+    missing = missing_evidence(evidence)
+    if missing and (not findings.items or any(m.startswith("marker") for m in missing)):
+        findings.add("evidence-incomplete", "; ".join(missing))
     if evidence.model_stub_used:
         from acp_journeys.model_stub.records import NO_REQUEST, explains
 
@@ -176,10 +180,50 @@ def _runner_error(journey_id: str, docs_url: str, detail: str) -> Failure:
     return findings.items["runner-error"]
 
 
+# --- what a pass needs in the evidence -----------------------------------------------------------
+
+_TURNS = {
+    "turn-to-end": ("reply",), "follow-up-same-session": ("remember", "ask"),
+    "follow-up-after-restart": ("remember", "ask"), "image-and-file": ("image",),
+    "stop-running-turn": ("sleep",), "plan-turn-saved-plan": ("plan",),
+    "plan-regular-plan": ("plan", "regular", "plan-again"),
+}
+_MARKERS = {
+    "turn-to-end": ("reply",), "follow-up-same-session": ("word",), "follow-up-after-restart": ("word",),
+    "image-and-file": ("file",), "plan-turn-saved-plan": ("input",), "plan-regular-plan": ("input",),
+}
+
+
+def missing_evidence(e: JourneyEvidence) -> list[str]:
+    """What a journey's evidence lacks for a pass: the turns its script sends, each answered; its
+    agent processes, each answered initialize and ended; the markers its checks look for."""
+    missing = [f"marker {name!r}" for name in _MARKERS.get(e.journey, ()) if not e.markers.get(name)]
+    needed = catalog.JOURNEYS_BY_ID[e.journey].processes
+    if len(e.processes) < needed:
+        missing.append(f"{needed} agent process(es), {len(e.processes)} recorded")
+    for p in e.processes:
+        if p.initialize_raw is None or (p.exited_at is None and p.killed_after is None):
+            missing.append(f"process {p.index + 1}: its answer to initialize and its end")
+    for name in _TURNS.get(e.journey, ()):
+        turn = _turn(e, name)
+        if turn is None:
+            missing.append(f"turn {name}")
+        elif turn.answered_at is None:
+            missing.append(f"turn {name}: its answer")
+        elif not 0 <= turn.process < len(e.processes):
+            missing.append(f"turn {name}: its process")
+    if e.journey.startswith("plan-") and e.plan_switch is None:
+        missing.append("the session's modes (plan_switch)")
+    return missing
+
+
 def model_hints(requests: list[dict[str, Any]]) -> list[str]:
     from acp_journeys.model_stub.records import RequestRecord, hints
 
-    return hints([RequestRecord.from_dict(r) for r in requests])
+    try:
+        return hints([RequestRecord.from_dict(r) for r in requests])
+    except (TypeError, ValueError, AttributeError, KeyError):  # a hand-made record: no hint, no crash
+        return ["the records of the model endpoint cannot be read"]
 
 
 def judge_result(result: RunResult) -> RunResult:
@@ -267,7 +311,7 @@ def _turn_ended(t: TurnEvidence, f: _Findings, expected: str = "end_turn") -> bo
         f.add("prompt-error", f"turn {t.name}: {_short(t.error)}")
         return False
     if t.stop_reason != expected:
-        f.add("stop-reason", f"turn {t.name}: stopReason {json.dumps(t.stop_reason)}, expected {expected}")
+        f.add("stop-reason", f"turn {t.name}: stopReason {_short(t.stop_reason)}, expected {expected}")
     return True
 
 
@@ -286,7 +330,7 @@ def _reply_holds(t: TurnEvidence, needle: str, failure_id: str, f: _Findings, *,
 def _check_turn_to_end(e: JourneyEvidence, f: _Findings) -> None:
     t = _turn(e, "reply")
     if t and _turn_ended(t, f):
-        _reply_holds(t, e.markers["reply"], "reply-missing-marker", f)
+        _reply_holds(t, e.markers.get("reply") or "\0no-marker", "reply-missing-marker", f)
 
 
 def _check_same_session(e: JourneyEvidence, f: _Findings) -> None:
@@ -294,7 +338,7 @@ def _check_same_session(e: JourneyEvidence, f: _Findings) -> None:
     if first:
         _turn_ended(first, f)
     if ask and _turn_ended(ask, f):
-        _reply_holds(ask, e.markers["word"], "reply-missing-word", f)
+        _reply_holds(ask, e.markers.get("word") or "\0no-marker", "reply-missing-word", f)
 
 
 def _check_after_restart(e: JourneyEvidence, f: _Findings) -> None:
@@ -305,24 +349,26 @@ def _check_after_restart(e: JourneyEvidence, f: _Findings) -> None:
         caps = e.processes[1].agent_capabilities
         if caps is not None and caps.get("loadSession") is not True:
             f.add("no-load-session", f"process 2: agentCapabilities.loadSession is "
-                                     f"{json.dumps(caps.get('loadSession'))}")
+                                     f"{_short(caps.get('loadSession'))}")
     ask = _turn(e, "ask")
     if ask and _turn_ended(ask, f):
-        _reply_holds(ask, e.markers["word"], "reply-missing-word", f)
+        _reply_holds(ask, e.markers.get("word") or "\0no-marker", "reply-missing-word", f)
 
 
 def _check_image_and_file(e: JourneyEvidence, f: _Findings) -> None:
     if e.processes:
         caps = e.processes[0].agent_capabilities
         if caps is not None:
-            image = (caps.get("promptCapabilities") or {}).get("image")
+            prompt_caps = caps.get("promptCapabilities")
+            image = prompt_caps.get("image") if isinstance(prompt_caps, dict) else None
             if image is not True:
-                f.add("no-image-capability", f"promptCapabilities.image is {json.dumps(image)}")
+                f.add("no-image-capability", f"promptCapabilities.image is {_short(image)}")
     t = _turn(e, "image")
+    word = e.markers.get("file") or "\0no-marker"
     if t and _turn_ended(t, f):
-        _reply_holds(t, e.markers["file"], "reply-missing-word", f, what=f"the word of the file {e.markers['file']}")
+        _reply_holds(t, word, "reply-missing-word", f, what=f"the word of the file {word}")
         # "red" as a word of its own, not inside the file word or "hundred"
-        rest = t.reply_text.replace(e.markers["file"], " ")
+        rest = t.reply_text.replace(word, " ")
         if "reply-not-in-chunks" not in f.items and not re.search(r"\bred\b", rest, re.IGNORECASE):
             _reply_holds(t, "\0no-such-text", "reply-missing-red", f, what='the colour "red"')
 
@@ -340,7 +386,7 @@ def _check_stop(e: JourneyEvidence, f: _Findings) -> None:
         elif t.error is not None:
             f.add("prompt-error", f"turn sleep: {_short(t.error)}")
         else:
-            f.add("sleep-never-started", f"the turn ended with {json.dumps(t.stop_reason)} before the "
+            f.add("sleep-never-started", f"the turn ended with {_short(t.stop_reason)} before the "
                                          "command ran")
         return
     if t.cancel_trigger == "bound":
@@ -355,7 +401,7 @@ def _check_stop(e: JourneyEvidence, f: _Findings) -> None:
     elif t.error is not None:
         f.add("prompt-error", f"turn sleep: {_short(t.error)}")
     elif t.stop_reason != "cancelled":
-        f.add("stop-reason", f"after session/cancel the stopReason was {json.dumps(t.stop_reason)}, "
+        f.add("stop-reason", f"after session/cancel the stopReason was {_short(t.stop_reason)}, "
                              "expected cancelled")
     if t.sleep_left:
         f.add("sleep-left", ", ".join(f"pid {x.pid} `{one_line(x.command, 60)}`" for x in t.sleep_left))
@@ -407,7 +453,7 @@ def _check_plan_saved(e: JourneyEvidence, f: _Findings) -> None:
     t = _turn(e, "plan")
     if t is None:
         return
-    _check_plan_turn(t, prompts.PLAN_TITLE_SAVED_PLAN, e.markers["input"], f, full=True)
+    _check_plan_turn(t, prompts.PLAN_TITLE_SAVED_PLAN, e.markers.get("input") or "\0no-marker", f, full=True)
     if t.workspace_before is not None and t.workspace_after is not None:
         changes = _workspace_changes(t.workspace_before, t.workspace_after)
         if changes:
@@ -420,7 +466,8 @@ def _check_plan_regular_plan(e: JourneyEvidence, f: _Findings) -> None:
     for name in ("plan", "plan-again"):
         t = _turn(e, name)
         if t is not None:
-            _check_plan_turn(t, prompts.PLAN_TITLE_PLAN_REGULAR_PLAN, e.markers["input"], f, full=False)
+            _check_plan_turn(t, prompts.PLAN_TITLE_PLAN_REGULAR_PLAN, e.markers.get("input") or "\0no-marker", f,
+                             full=False)
     regular = _turn(e, "regular")
     if regular is not None and _turn_ended(regular, f) and regular.target_file_exists is not True:
         f.add("regular-file-missing", f"{regular.target_file} does not exist after the regular turn")
@@ -448,7 +495,7 @@ assert set(_JOURNEY_CHECKS) == set(catalog.JOURNEY_IDS)
 def _short(value: Any, limit: int = 200) -> str:
     try:
         text = json.dumps(value, sort_keys=True)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         text = repr(value)
     return _clip(text, limit)
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from acp_journeys import catalog, policy
+from acp_journeys.bounded_file import json_depth_over
 from acp_journeys.connection import AgentConnection, Answer, Clock
 from acp_journeys.evidence import (
     AgentRequestEvidence,
@@ -33,6 +34,8 @@ from acp_journeys.launch.base import AgentProcess, LaunchError, Sandbox
 from acp_journeys.protocol import jsonrpc
 
 REPLY_TEXT_LIMIT = 1 << 20
+MAX_AGENT_JSON_DEPTH = 32
+"""Agent JSON kept in the evidence nests at most this deep (result.json's own bound is larger)."""
 THOUGHT_TEXT_LIMIT = 64 << 10
 
 
@@ -82,8 +85,9 @@ class JourneyContext:
         return [{"name": "rondar", "command": command[0], "args": command[1:], "env": []}]
 
     def on_mcp_call(self, record: Any) -> None:
-        call = McpCallEvidence(at=self.clock.since(record.at), tool=record.tool, arguments=dict(record.arguments),
-                               result=record.result, is_error=record.is_error, connection=record.connection)
+        call = McpCallEvidence(at=self.clock.since(record.at), tool=record.tool,
+                               arguments=_clip_dict(dict(record.arguments), 1 << 20), result=record.result,
+                               is_error=record.is_error, connection=record.connection)
         turn = self.current_turn
         if turn is not None and turn.answered_at is None:
             turn.mcp_calls.append(call)
@@ -217,7 +221,7 @@ class AgentSession:
 
     def _note_answer(self, record: RequestEvidence | TurnEvidence, answer: Answer, what: str) -> None:
         """How a request ended, on its evidence; a missing answer stops the journey."""
-        record.error = answer.error
+        record.error = _clip_dict(answer.error) if answer.error is not None else None
         record.timed_out = answer.timed_out
         record.agent_exited = answer.agent_gone
         if answer.timed_out:
@@ -239,7 +243,7 @@ class AgentSession:
             self.ctx.stop_early("initialize got no usable answer")
             return False
         caps = answer.result.get("agentCapabilities")
-        self.evidence.agent_capabilities = caps if isinstance(caps, dict) else {}
+        self.evidence.agent_capabilities = _clip_dict(caps) if isinstance(caps, dict) else {}
         return True
 
     async def new_session(self) -> bool:
@@ -298,7 +302,8 @@ class AgentSession:
     def end_turn(self, turn: TurnEvidence, answer: Answer) -> None:
         turn.answered_at = answer.answered_at if answer.raw is not None else None
         if answer.raw is not None and answer.error is None:
-            turn.stop_reason = answer.result.get("stopReason") if isinstance(answer.result, dict) else None
+            result = answer.result if isinstance(answer.result, dict) else {}
+            turn.stop_reason = _clip_json(result.get("stopReason"), 256)
         self._note_answer(turn, answer, f"turn {turn.name}")
         self.last_turn = turn
         self.turn = None
@@ -369,9 +374,9 @@ class AgentSession:
             answer = policy.decide(self.policy, request.params)
             params = request.params if isinstance(request.params, dict) else {}
             record = PermissionEvidence(
-                at=self.ctx.clock.now(), request_id=request.id,
-                tool_call=_clip_json(params.get("toolCall") or {}),
-                options=[o for o in params.get("options") or [] if isinstance(o, dict)],
+                at=self.ctx.clock.now(), request_id=_clip_json(request.id, 256),
+                tool_call=_clip_dict(params.get("toolCall") or {}),
+                options=[_clip_dict(o) for o in params.get("options") or [] if isinstance(o, dict)],
                 decision=answer.decision, reason=answer.reason, answer={"outcome": answer.outcome})
             if turn is not None:
                 turn.permissions.append(record)
@@ -432,9 +437,18 @@ def _summary(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _clip_json(value: Any, limit: int = 8192) -> Any:
-    """Large values (a 4 MB result, a huge rawInput) are kept as a clipped string."""
+    """Large or deep values (a 4 MB result, a huge rawInput, JSON nested 300 deep) are kept as a
+    clipped string: result.json must stay writable and within verify's depth bound."""
+    if json_depth_over(value, MAX_AGENT_JSON_DEPTH):
+        return f"[JSON nested deeper than {MAX_AGENT_JSON_DEPTH} levels, not kept]"
     try:
         text = json.dumps(value)
-    except (TypeError, ValueError):
-        return repr(value)[:limit]
+    except (TypeError, ValueError, RecursionError):
+        return f"[a value that is not JSON: {type(value).__name__}]"
     return value if len(text) <= limit else text[:limit] + "…"
+
+
+def _clip_dict(value: Any, limit: int = 8192) -> dict[str, Any]:
+    """`_clip_json` for a field that must stay an object: a clipped value is kept under "clipped"."""
+    clipped = _clip_json(value, limit)
+    return clipped if isinstance(clipped, dict) else {"clipped": clipped}

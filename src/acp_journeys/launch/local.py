@@ -103,7 +103,8 @@ class LocalSandbox(Sandbox):
         self._current: Tracker | None = None
         self._agent_pid: int | None = None
         self._lock_fd: int | None = None
-        self._written: list[str] = []
+        self._written: list[tuple[str, os.stat_result]] = []
+        self._closed = False
 
     def _make_world(self, own_home: bool) -> dict[str, str]:
         """The journey's own folders, named in the environment of its agent processes."""
@@ -178,7 +179,7 @@ class LocalSandbox(Sandbox):
         if target.parent == Path(prompts.SESSION_FILES_DIR):
             os.chmod(target.parent, 0o1777)  # shared like /tmp: another user's run may use it too
         target.write_bytes(data)
-        self._written.append(path)
+        self._written.append((path, os.stat(target)))
 
     async def file_exists(self, path: str) -> bool:
         return os.path.lexists(path)
@@ -200,16 +201,19 @@ class LocalSandbox(Sandbox):
         return found
 
     async def close(self) -> None:
+        # Idempotent: the runner closes each journey's sandbox and the launcher closes them all
+        # again; a second pass must not touch a note that another run now holds the lock for.
+        if self._closed:
+            return
+        self._closed = True
         for tracker in self._trackers:
             await asyncio.to_thread(tracker.close)
-        for path in self._written:
+        for path, written in self._written:
             if not path.startswith(str(self.root)):
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
+                _unlink_if_same(path, written)
+        self._written.clear()
         if self._lock_fd is not None:
-            os.close(self._lock_fd)  # releases the flock
+            os.close(self._lock_fd)  # releases the flock, only after our note is gone
             self._lock_fd = None
         await asyncio.to_thread(remove_tree, self.root)
         try:
@@ -300,6 +304,16 @@ def remove_tree(root: Path) -> None:
             except OSError:
                 pass
     shutil.rmtree(root, ignore_errors=True)
+
+
+def _unlink_if_same(path: str, written: os.stat_result) -> None:
+    """Removes the file we wrote, never one that replaced it since."""
+    try:
+        now = os.lstat(path)
+        if (now.st_dev, now.st_ino) == (written.st_dev, written.st_ino):
+            os.unlink(path)
+    except OSError:
+        pass
 
 
 def snapshot_tree(folder: str) -> dict[str, str]:

@@ -59,6 +59,8 @@ def parse(raw: str) -> Message:
         obj = json.loads(raw, parse_constant=_no_constant)
     except ValueError as exc:
         return Invalid(f"not JSON: {exc}", raw, kind="not-json")
+    except RecursionError:
+        return Invalid("not JSON we can read: nested too deep", raw, kind="not-json")
     if not isinstance(obj, dict):
         return Invalid("a JSON value that is not an object", raw)
     if obj.get("jsonrpc") != "2.0":
