@@ -194,3 +194,28 @@ def test_relative_paths_of_the_command_are_taken_from_where_it_runs(tmp_path):
     shutil.copy(ROOT / "src" / "acp_journeys" / "bundled" / "reference_agent.py", tmp_path / "agent.py")
     out = run_journeys([sys.executable, "agent.py"], tmp_path, "--journey", "turn-to-end")
     assert out.code == 0, out.stdout
+
+
+def test_a_closed_pipe_ends_quietly_not_with_an_internal_error():
+    """`acp-journeys list | head -1`: the reader goes away; we stop as Unix tools do on SIGPIPE."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # gone before the first write: every write meets a closed pipe
+    try:
+        proc = subprocess.run([sys.executable, "-m", "acp_journeys", "list"], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 141 and "internal error" not in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_agent_text_with_a_lone_surrogate_prints_escaped(tmp_path):
+    """JSON allows "\\ud800"; printing it as UTF-8 would raise. verify shows it escaped instead."""
+    out = cli("run", "--demo", "-q", "--journey", "turn-to-end", "-o", str(tmp_path / "result.json"))
+    assert out.returncode == 0, out.stderr
+    data = json.loads((tmp_path / "result.json").read_text())
+    data["journeys"][0]["evidence"]["processes"][0]["leftovers"] = [{"pid": 7, "command": "x\ud800y", "argv": []}]
+    (tmp_path / "result.json").write_text(json.dumps(data))  # json.dumps escapes it as \ud800
+    out = cli("verify", str(tmp_path / "result.json"), "--journey", "turn-to-end")
+    assert out.returncode == 1 and "internal error" not in out.stderr, out.stderr
+    assert "x\\ud800y" in out.stdout, out.stdout

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import io
 import os
 import shutil
 import signal
@@ -128,6 +130,10 @@ def _add_report_options(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Agent text may hold lone surrogates (JSON allows "\ud800"): print them escaped, never crash.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
         if args.command == "run":
@@ -158,6 +164,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`... | head`): stop quietly, as Unix tools do on SIGPIPE.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as exc:  # our bug: one line, never a traceback, and exit 2 (never the agent's fault)
         print(f"acp-journeys: internal error: {_one_line(exc, show_message=args.command != 'run')} (please "
               "report it at https://github.com/rondar/acp-journeys/issues with the command you ran)",
@@ -475,8 +486,6 @@ def _verify(args: argparse.Namespace) -> int:
 def _read_result(path: str):
     from acp_journeys.report import result_json
 
-    if not args.github and not args.html:
-        raise UsageError("report: say what to make: --github, --html OUT, or both")
     try:
         return result_json.read(path)
     except result_json.ResultFileError as exc:
@@ -503,6 +512,8 @@ def _journey_ids(ids: list[str]) -> list[str]:
 def _report(args: argparse.Namespace) -> int:
     from acp_journeys.report.github import report_github
 
+    if not args.github and not args.html:
+        raise UsageError("report: say what to make: --github, --html OUT, or both")
     result = _judged(_read_result(args.path), args.path)  # what we publish is what the evidence says
     outcome = None
     baseline = _load_baseline(args.baseline)
