@@ -95,6 +95,10 @@ def _parser() -> argparse.ArgumentParser:
     init.add_argument("--agent-command", required=True, metavar="CMD")
     init.add_argument("--dockerfile", metavar="PATH")
 
+    from acp_journeys import merge_cli
+
+    merge_cli.add_parser(sub)
+
     sub.add_parser("mcp-server", help="serve the rondar MCP tools on stdio (to try them by hand)")
 
     sub.add_parser("list", help="the journeys and the checks, with failure ids and doc anchors")
@@ -119,6 +123,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _report(args)
         if args.command == "init":
             return _init(args)
+        if args.command == "merge":
+            from acp_journeys import merge_cli
+
+            return merge_cli.run(args)
         if args.command == "mcp-server":
             from acp_journeys.mcp_server import serve_stdio
 
