@@ -6,7 +6,7 @@
 #   steps.sh build     build the agent image from the checkout (or pull the given `image`)
 #   steps.sh runner    find the runner image: local, else pulled, else built from the action's Dockerfile
 #   steps.sh run       run the journeys in the runner image against the agent image
-#   steps.sh report    post the check run, write the job summary and the step outputs
+#   steps.sh report    post the check run (unless post-check is false), write the job summary and outputs
 #   steps.sh gate      fail when a journey failed and fail-on-failure is true
 #
 # Rules of this script:
@@ -219,6 +219,7 @@ step_prepare() {
     is_true network "${ACPJ_NETWORK:-false}" || true
     is_true model-stub "${ACPJ_MODEL_STUB:-false}" || true
     is_true fail-on-failure "${ACPJ_FAIL_ON_FAILURE:-true}" || true
+    is_true post-check "${ACPJ_POST_CHECK:-true}" || true
     parse_env "${ACPJ_ENV:-}"
     parse_logins "${ACPJ_LOGIN:-}"
     parse_build_args "${ACPJ_BUILD_ARGS:-}"
@@ -427,6 +428,7 @@ step_report() {
     done
     local cli=(report "$work/result.json" --github --check-name "${ACPJ_CHECK_NAME:-ACP journeys}")
     [ -z "${ACPJ_DOCS_URL:-}" ] || cli+=(--docs-url "$ACPJ_DOCS_URL")
+    is_true post-check "${ACPJ_POST_CHECK:-true}" || cli+=(--no-check-run)
     # The host's network: the GitHub API (or a stand-in on loopback) is reached as from the job.
     local code=0
     docker run "${RUNNER_ARGS[@]}" --network host "${FILE_MOUNTS[@]}" "${FILE_ENV[@]}" "${env_opts[@]}" \
@@ -472,6 +474,8 @@ step_gate() {
 
 main() {
     set -f  # no globbing of unquoted words anywhere
+    # The merge action gives <action>/merge/..: the same folder, spelt as the runner's own path.
+    [ -z "${ACPJ_ACTION_PATH:-}" ] || ACPJ_ACTION_PATH=$(realpath -m -- "$ACPJ_ACTION_PATH")
     case "${1:-}" in
     prepare) step_prepare ;;
     build) step_build ;;
@@ -486,4 +490,7 @@ main() {
     esac
 }
 
-main "$@"
+# Sourced by merge-steps.sh for these functions; run as a script, it runs a step.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    main "$@"
+fi
