@@ -9,6 +9,7 @@ if [ "${ACP_JOURNEYS_SKIP_DOCKER:-}" != "1" ]; then
   scripts/docker-up.sh
   scripts/build-base-image.sh
   scripts/build-runner-image.sh
+  scripts/install-registry.sh  # Debian's docker-registry, for the pull tests on loopback
 fi
 vibe_acp="$(scripts/setup-vibe.sh)"; [ -z "$vibe_acp" ] || export ACP_JOURNEYS_VIBE_ACP="$vibe_acp"
 set +e
