@@ -87,7 +87,16 @@ down() {
         done
     fi
     rm -f "$pidfile" "$sock"
+    # dockerd leaves its default network namespace bound under the exec root: ours, so unmount it.
+    local mnt
+    while read -r _ mnt _; do
+        case $mnt in "$run_dir"/*) umount -l -- "$mnt" 2>/dev/null || true ;; esac
+    done </proc/self/mounts
     rm -rf -- "$run_dir" 2>/dev/null || true  # the exec root; the data root under build/ is a cache
+    local parent
+    for parent in /sys/fs/cgroup/*/"acpj-private-$tag" /sys/fs/cgroup/"acpj-private-$tag"; do
+        [ ! -d "$parent" ] || rmdir -- "$parent" 2>/dev/null || true  # empty once the engine is gone
+    done
 }
 
 case "${1:-}" in
