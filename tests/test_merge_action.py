@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -208,3 +209,23 @@ def test_end_to_end_a_job_without_a_result_fails_the_merge(engine_images: None, 
     merge = next(s for s in steps if s.id == "merge")
     missing = ", ".join(catalog.JOURNEY_IDS[4:])
     assert f"no result for {missing}" in merge.log and merge.code == 2, merge.log
+
+
+def test_the_merge_action_finds_the_published_runner_image_of_its_version(tmp_path: Path) -> None:
+    """Its folder is <repo>@<ref>/merge: the runner step, given merge/.., names the same image as
+    rondar/acp-journeys@<ref> (then builds the repository's Dockerfile when none can be pulled)."""
+    from test_action import FakeSteps
+
+    fake = FakeSteps(tmp_path)
+    try:
+        repo = tmp_path / "_actions" / "someone" / "acp-journeys" / "v1.2.0"
+        (repo / "merge").mkdir(parents=True)
+        (repo / "Dockerfile").write_text("FROM scratch\n")
+        out = fake("runner", ACPJ_ACTION_PATH=f"{repo / 'merge'}/..")
+        assert out.code == 0, out.log
+        registry = re.search(r'^RUNNER_REGISTRY="([^"]+)"', (ROOT / "action" / "steps.sh").read_text(), re.M)
+        assert registry is not None
+        assert [c["argv"][-1] for c in out.call("pull")] == [f"{registry.group(1)}/someone/acp-journeys:v1.2.0"]
+        assert [c["argv"] for c in out.call("build")] == [["build", "-t", "acp-journeys/runner:action-build", str(repo)]]
+    finally:
+        fake.close()
