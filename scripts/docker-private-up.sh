@@ -9,8 +9,11 @@
 #   docker-private-up.sh down            stop it (its dockerd, by the pid in its own pid file)
 #
 # Its own socket, pid file and exec root (under /run, short: Unix socket paths are bounded),
-# its own data root (build/private-engine, git-ignored), no bridge and no iptables rules, so it
-# shares nothing with the shared engine but the kernel. Needs root, as any dockerd.
+# its own data root (build/private-engine, git-ignored) and config file, and its own network
+# namespace (unshare --net): a dockerd started with `--bridge none` deletes the host's docker0,
+# which is the shared engine's bridge, and one with a bridge adds iptables rules; in a namespace
+# of its own it can do neither to the host. Its containers get no network beyond that namespace's
+# loopback (the tests run them with --network none). Needs root, as any dockerd.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -34,6 +37,9 @@ our_pid() {
 
 up() {
     command -v dockerd >/dev/null || die "no dockerd (scripts/docker-up.sh installs docker.io)"
+    if ! command -v unshare >/dev/null || ! command -v ip >/dev/null; then
+        die "unshare and ip are needed (util-linux, iproute2)"
+    fi
     mkdir -p "$run_dir" "$data_dir"
     if ! answers; then
         [ "$(id -u)" = 0 ] || die "starting dockerd needs root"
@@ -42,11 +48,14 @@ up() {
         else
             rm -f "$pidfile" "$sock"  # stale: from a killed session
             say "starting a dockerd with --default-cgroupns-mode=private (log: $log)"
+            printf '{}\n' >"$data_dir/daemon.json"  # not the shared engine's /etc/docker/daemon.json
             # setsid: not in the caller's process group, so a Ctrl-C reaches `down`, not the engine.
-            setsid dockerd -H "$host" --data-root "$data_dir/data" --exec-root "$run_dir/exec" \
-                --pidfile "$pidfile" --bridge none --iptables=false --ip-masq=false --ip6tables=false \
-                --default-cgroupns-mode=private --cgroup-parent "acpj-private-$tag" \
-                >"$log" 2>&1 </dev/null &
+            # unshare --net: its own network namespace (see above), where `lo` is brought up.
+            setsid unshare --net sh -c 'ip link set lo up && exec "$@"' dockerd \
+                dockerd --config-file "$data_dir/daemon.json" -H "$host" --data-root "$data_dir/data" \
+                --exec-root "$run_dir/exec" --pidfile "$pidfile" --bridge none --iptables=false \
+                --ip-masq=false --ip6tables=false --default-cgroupns-mode=private \
+                --cgroup-parent "acpj-private-$tag" >"$log" 2>&1 </dev/null &
         fi
         local deadline=$((SECONDS + ${ACP_JOURNEYS_DOCKERD_WAIT:-60}))
         until answers; do
@@ -69,6 +78,7 @@ up() {
             docker save "$image" | DOCKER_HOST=$host docker load -q >&2 || die "cannot load $image"
         fi
     done
+    DOCKER_HOST=$host docker image prune -f >/dev/null  # the images a load untagged: only our cache
     printf '%s\n' "$host"
 }
 

@@ -229,3 +229,42 @@ def test_the_merge_action_finds_the_published_runner_image_of_its_version(tmp_pa
         assert [c["argv"] for c in out.call("build")] == [["build", "-t", "acp-journeys/runner:action-build", str(repo)]]
     finally:
         fake.close()
+
+
+def test_end_to_end_matrix_jobs_of_the_action_then_the_merge(engine_images: None, tmp_path: Path,
+                                                             github_api: FakeGitHub) -> None:
+    """The whole matrix: two jobs of the action itself (docker mode, `post-check: false`), each
+    journeys subset, then the merge action on what their upload steps would upload."""
+    artifacts: dict[str, Path] = {}
+    for n, group in enumerate(GROUPS):
+        workspace, temp = tmp_path / f"job{n}" / "workspace", tmp_path / f"job{n}" / "temp"
+        workspace.mkdir(parents=True)
+        temp.mkdir()
+        job = CompositeAction(ROOT, env=job_env(workspace, temp, GITHUB_SHA=SHA, GITHUB_REPOSITORY="o/agent",
+                                                GITHUB_EVENT_NAME="push", GITHUB_API_URL=github_api.url,
+                                                GITHUB_TOKEN=TOKEN, NO_PROXY="127.0.0.1", no_proxy="127.0.0.1"),
+                              github={"token": TOKEN, "sha": SHA, "action_ref": "", "action_repository": ""},
+                              inputs={"runner-image": RUNNER_IMAGE, "image": RUNNER_IMAGE,
+                                      "agent-command": "python3 /opt/acp-journeys/reference_agent.py "
+                                                       "--defect cancel-end-turn",
+                                      "journeys": " ".join(group), "post-check": "false", "fail-on-failure": "false",
+                                      "artifact-name": f"acp-journeys-result.{n}"})
+        run = job.run()
+        assert not run.failed, run.log
+        assert run.outputs["check-url"] == "" and "ACP journeys:" in run.summary
+        upload = next(s for s in run.steps if s.uses == "actions/upload-artifact@v4")
+        artifacts[upload.with_["name"]] = Path(upload.with_["path"])
+    assert github_api.requests == []  # no job posted a check
+
+    merge_root = tmp_path / "merge"
+    merge_root.mkdir()
+    steps, run = _merge_action(merge_root, github_api, artifacts, {})
+    assert {s.id: s.outcome for s in steps}["gate"] == "failure", run.log
+    [request] = github_api.requests
+    payload = json.loads(request["body"])
+    assert payload["name"] == "ACP journeys" and payload["conclusion"] == "failure"
+    assert payload["output"]["title"].startswith("ACP journeys: fail — 6 of 7")
+    merged = json.loads(Path(run.outputs["result-path"]).read_text())
+    assert merged["subject"] == {"sha": SHA, "image": RUNNER_IMAGE}
+    assert {j["id"]: [f["id"] for f in j["failures"]] for j in merged["journeys"] if j["verdict"] != "pass"} == \
+        {"stop-running-turn": ["stop-reason"]}
