@@ -35,7 +35,7 @@ def _split_runs(tmp_path: Path, agent: list[str]) -> list[Path]:
     return paths
 
 
-@pytest.mark.parametrize("defect", [None, "leave-sleep", "no-modes"])
+@pytest.mark.parametrize("defect", [None, "leave-sleep"])
 def test_verify_on_the_merged_runs_gives_the_verdict_of_one_run(tmp_path: Path, defect: str | None) -> None:
     agent = reference_agent(defect) if defect else reference_agent()
     parts = _split_runs(tmp_path, agent)
