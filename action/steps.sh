@@ -7,7 +7,7 @@
 #   steps.sh runner    find the runner image: the input's (local, else pulled), else the release's
 #                      digest or the ref's tag (always pulled), else built from the action's Dockerfile
 #   steps.sh run       run the journeys in the runner image against the agent image
-#   steps.sh report    post the check run, write the job summary and the step outputs
+#   steps.sh report    post the check run (unless post-check is false), write the job summary and outputs
 #   steps.sh gate      fail when a journey failed and fail-on-failure is true
 #   steps.sh cleanup   remove every container, volume and network of this job's run (always runs)
 #
@@ -355,6 +355,7 @@ step_prepare() {
     is_true network "${ACPJ_NETWORK:-false}" || true
     is_true model-stub "${ACPJ_MODEL_STUB:-false}" || true
     is_true fail-on-failure "${ACPJ_FAIL_ON_FAILURE:-true}" || true
+    is_true post-check "${ACPJ_POST_CHECK:-true}" || true
     parse_env "${ACPJ_ENV:-}"
     parse_logins "${ACPJ_LOGIN:-}"
     parse_build_args "${ACPJ_BUILD_ARGS:-}"
@@ -633,6 +634,7 @@ step_report() {
     case $api_host in
     localhost | localhost:* | 127.* | "[::1]" | "[::1]:"*) network=host ;;
     esac
+    is_true post-check "${ACPJ_POST_CHECK:-true}" || cli+=(--no-check-run)
     local code=0
     docker run "${RUNNER_ARGS[@]}" --network "$network" "${FILE_MOUNTS[@]}" "${FILE_ENV[@]}" "${env_opts[@]}" \
         "$ACPJ_RUNNER_IMAGE" "${cli[@]}" || code=$?
@@ -715,6 +717,8 @@ step_cleanup() {
 
 main() {
     set -f  # no globbing of unquoted words anywhere
+    # The merge action gives <action>/merge/..: the same folder, spelt as the runner's own path.
+    [ -z "${ACPJ_ACTION_PATH:-}" ] || ACPJ_ACTION_PATH=$(realpath -m -- "$ACPJ_ACTION_PATH")
     trap resume_commands EXIT
     case "${1:-}" in
     prepare) step_prepare ;;
@@ -731,4 +735,7 @@ main() {
     esac
 }
 
-main "$@"
+# Sourced by merge-steps.sh for these functions; run as a script, it runs a step.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    main "$@"
+fi

@@ -9,6 +9,7 @@ if [ "${ACP_JOURNEYS_SKIP_DOCKER:-}" != "1" ]; then
   scripts/docker-up.sh
   scripts/build-base-image.sh
   scripts/build-runner-image.sh
+  scripts/install-registry.sh  # Debian's docker-registry, for the pull tests on loopback
 fi
 chromium="$(scripts/setup-chromium.sh)"; [ -z "$chromium" ] || export ACP_JOURNEYS_CHROMIUM="$chromium"
 vibe_acp="$(scripts/setup-vibe.sh)"; [ -z "$vibe_acp" ] || export ACP_JOURNEYS_VIBE_ACP="$vibe_acp"
@@ -21,5 +22,28 @@ set -e
 if [ "$code" = 5 ]; then
   echo "test: pytest collected no test" >&2
   exit 1
+fi
+
+# GitHub's runners give containers a private cgroup namespace: the docker tests of process
+# tracking, leftovers and the cancel journey's process check run again on an engine of our own
+# that does so (scripts/docker-private-up.sh), then it stops. The shared engine is left alone.
+if [ "${ACP_JOURNEYS_SKIP_DOCKER:-}" != "1" ] && [ "${ACP_JOURNEYS_SKIP_PRIVATE_CGROUPNS:-}" != "1" ]; then
+  runner="${ACP_JOURNEYS_RUNNER_IMAGE:-acp-journeys/runner:dev}"
+  trap 'scripts/docker-private-up.sh down || true' EXIT
+  private_host="$(scripts/docker-private-up.sh up acp-journeys/base:bookworm "$runner")"
+  set +e
+  DOCKER_HOST="$private_host" ACP_JOURNEYS_RUNNER_IMAGE="$runner" ACP_JOURNEYS_TEST_IMAGE="$runner" \
+    .venv/bin/python -m pytest -q -p no:cacheprovider \
+    "tests/test_docker_launch.py::test_a_double_forked_setsid_daemon_is_found_and_killed" \
+    "tests/test_docker_launch.py::test_the_mcp_relay_reaches_the_runner_and_counts_as_a_leftover" \
+    "tests/test_docker_launch.py::test_a_runner_in_a_container_shares_the_mcp_socket_through_a_named_volume" \
+    "tests/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[leave-sleep]" \
+    "tests/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[no-tool-call]" \
+    "tests/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[leave-daemon]" \
+    "tests/test_action.py::test_end_to_end_a_cancelled_run_stops_the_journeys_cleanly"
+  private_code=$?
+  set -e
+  echo "test: the private-cgroupns session exited $private_code" >&2
+  [ "$code" != 0 ] || code=$private_code
 fi
 exit "$code"

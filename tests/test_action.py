@@ -47,7 +47,7 @@ UPLOAD = "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02"  # v
 ISSUE_INPUTS = {"agent-command", "context", "dockerfile", "image", "build-args", "journeys", "network", "model-stub",
                 "env",
                 "login", "runner-image", "github-token", "check-name", "fail-on-failure", "result-path",
-                "artifact-name", "docs-url",
+                "artifact-name", "docs-url", "post-check",
                 # the command line's options too (the action can do what the command line can)
                 "baseline", "timeout-scale", "strict", "parallel", "model-stub-config-templates", "settings"}
 ISSUE_OUTPUTS = {"verdict", "passed", "failed", "result-path", "check-url"}
@@ -367,6 +367,7 @@ def test_prepare_makes_the_work_folder_and_the_agent_image_name(fake: FakeSteps)
     ({"ACPJ_NETWORK": "maybe"}, "input network: expected true or false, got 'maybe'"),
     ({"ACPJ_MODEL_STUB": "perhaps"}, "input model-stub: expected true or false, got 'perhaps'"),
     ({"ACPJ_FAIL_ON_FAILURE": "sometimes"}, "input fail-on-failure: expected true or false"),
+    ({"ACPJ_POST_CHECK": "later"}, "input post-check: expected true or false, got 'later'"),
     ({"ACPJ_BUILD_ARGS": "=x"}, "input build-args: a line is not NAME=VALUE"),
     ({"ACPJ_CONTEXT": "nowhere"}, "input context: "),
     ({"ACPJ_DOCKERFILE": "agent/Dockerfile"}, "no Dockerfile at"),
@@ -669,6 +670,17 @@ def test_report_shares_the_github_files_and_never_fails(fake: FakeSteps) -> None
     argv = public.call("run")[0]["argv"]
     assert argv[argv.index("--network") + 1] == "bridge"
     assert call["env"]["GITHUB_API_URL"] == "http://127.0.0.1:1"
+
+
+@pytest.mark.parametrize("post_check,extra", [("true", []), ("false", ["--no-check-run"])])
+def test_report_posts_no_check_run_when_told(fake: FakeSteps, post_check: str, extra: list[str]) -> None:
+    env = fake.prepared()
+    Path(env["ACPJ_WORK"], "result.json").write_text("{}")
+    out = fake("report", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test", ACPJ_POST_CHECK=post_check)
+    assert out.code == 0, out.log
+    [call] = out.call("run")
+    assert call["cli"] == ["report", f"{env['ACPJ_WORK']}/result.json", "--github", "--check-name", "ACP journeys",
+                           *extra]
 
 
 # --- end to end on the real engine ----------------------------------------------------------------------

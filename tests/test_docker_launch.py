@@ -490,8 +490,9 @@ asyncio.run(main())
 
 def test_a_runner_in_a_container_shares_the_mcp_socket_through_a_named_volume(image: str, engine: Any) -> None:
     """As run.sh runs it: the Docker socket mounted, a labelled volume mounted in both."""
+    runner = os.environ.get("ACP_JOURNEYS_RUNNER_IMAGE", "acp-journeys/runner:dev")
     try:
-        engine.images.get("acp-journeys/runner:dev")
+        engine.images.get(runner)
     except docker.errors.ImageNotFound:
         pytest.skip("needs the runner image (scripts/build-runner-image.sh)")
     sock = (os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock").removeprefix("unix://")
@@ -508,7 +509,7 @@ def test_a_runner_in_a_container_shares_the_mcp_socket_through_a_named_volume(im
              "-v", f"{sock}:/var/run/docker.sock", "-v", f"{volume}:/shared",
              "-v", f"{ROOT / 'src'}:/src:ro",
              "-e", f"ACP_JOURNEYS_SHARED_VOLUME={volume}", "-e", "ACP_JOURNEYS_SHARED_DIR=/shared",
-             "acp-journeys/runner:dev", "-c", IN_CONTAINER, image, run_id],
+             runner, "-c", IN_CONTAINER, image, run_id],
             capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr[-3000:]
         assert out.stdout == "THROUGH THE VOLUME\nexit 0\n", out.stdout + out.stderr[-2000:]
@@ -583,8 +584,9 @@ def test_cli_sigterm_mid_run_leaves_no_container_or_volume(image: str, engine: A
 
 
 def test_run_sh_runs_the_runner_image_with_the_agent_dir(engine: Any, tmp_path: Path) -> None:
+    runner = os.environ.get("ACP_JOURNEYS_RUNNER_IMAGE", "acp-journeys/runner:dev")
     try:
-        engine.images.get("acp-journeys/runner:dev")
+        engine.images.get(runner)
     except docker.errors.ImageNotFound:
         pytest.skip("needs the runner image (scripts/build-runner-image.sh)")
     secret = "run-sh-canary-5e1f2a9b"

@@ -190,3 +190,10 @@ def test_output_values_cannot_forge_outputs(tmp_path: Path, api: FakeGitHub) -> 
     got = outputs(tmp_path / "output")
     assert got["result-path"] == "r.json\nverdict=pass\nghadelimiter_x" and got["verdict"] == "pass"
     assert len(got) == 5
+
+
+def test_a_matrix_job_posts_no_check_run_but_writes_the_summary_and_outputs(tmp_path: Path, api: FakeGitHub) -> None:
+    report = report_github(mixed(), env=gh_env(tmp_path, api.url), token=TOKEN, docs_url=DOCS, post_check=False)
+    assert api.requests == [] and report.warnings == [] and report.check_url is None
+    assert "ACP journeys: fail" in (tmp_path / "summary.md").read_text()
+    assert outputs(tmp_path / "output")["verdict"] == "fail" and outputs(tmp_path / "output")["check-url"] == ""

@@ -108,11 +108,19 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--check-name", default="ACP journeys")
     report.add_argument("--docs-url", default=None, help="the base of failure links (default: the result's)")
     report.add_argument("--baseline", metavar="FILE", help="the expected-failures baseline (YAML)")
+    report.add_argument("--no-check-run", action="store_false", dest="post_check",
+                        help="write the job summary and step outputs only (a matrix job: the merge posts the check)")
 
     init = sub.add_parser("init", help="write the PR-check workflow into an agent repo")
     init.add_argument("--path", default=".", metavar="REPO")
     init.add_argument("--agent-command", required=True, metavar="CMD")
     init.add_argument("--dockerfile", metavar="PATH")
+    init.add_argument("--matrix", action="store_true",
+                      help="a new workflow that spreads the journeys over a matrix, with one merged check")
+
+    from acp_journeys import merge_cli
+
+    merge_cli.add_parser(sub)
 
     sub.add_parser("mcp-server", help="serve the rondar MCP tools on stdio (to try them by hand)")
 
@@ -144,6 +152,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _report(args)
         if args.command == "init":
             return _init(args)
+        if args.command == "merge":
+            from acp_journeys import merge_cli
+
+            return merge_cli.run(args)
         if args.command == "mcp-server":
             from acp_journeys.mcp_server import serve_stdio
 
@@ -527,7 +539,8 @@ def _report(args: argparse.Namespace) -> int:
         return EXIT_PASS
     report = report_github(result, env=os.environ, token=args.token or os.environ.get("GITHUB_TOKEN"),
                            docs_url=args.docs_url or result.docs_url, check_name=args.check_name,
-                           baseline=outcome, result_path=args.path, artifact_url=args.artifact_url)
+                           baseline=outcome, result_path=args.path, artifact_url=args.artifact_url,
+                           post_check=args.post_check)
     for warning in report.warnings:
         print(f"::warning::{command_data(warning)}")
     if report.check_url:
@@ -540,7 +553,12 @@ def _init(args: argparse.Namespace) -> int:
     from acp_journeys.init_workflow import InitError, init_workflow
 
     try:
-        outcome = init_workflow(args.path, args.agent_command, args.dockerfile)
+        if args.matrix:
+            from acp_journeys.init_matrix import init_matrix_workflow
+
+            outcome = init_matrix_workflow(args.path, args.agent_command, args.dockerfile)
+        else:
+            outcome = init_workflow(args.path, args.agent_command, args.dockerfile)
     except InitError as exc:
         raise UsageError(str(exc)) from None
     print(outcome.message)

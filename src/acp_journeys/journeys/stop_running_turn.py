@@ -93,11 +93,13 @@ async def run(ctx: JourneyContext) -> None:
 
 
 async def _sleeps_after(ctx: JourneyContext, grace_s: float) -> list[Leftover]:
-    """The sleep processes still there after a short grace (an agent may kill it just after answering)."""
+    """The sleep processes there at the end of a short grace (an agent may kill it just after
+    answering). The whole grace, also when no sleep is seen at first: a cancel sent on the
+    permission request can be answered before an agent that ignores it starts the command."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + grace_s
     while True:
         sleeps = [p for p in await ctx.sandbox.agent_processes() if is_sleep(p.command)]
-        if not sleeps or loop.time() >= deadline:
+        if loop.time() >= deadline:
             return [Leftover(pid=p.pid, command=p.command, argv=list(p.cmdline)) for p in sleeps]
         await asyncio.sleep(POLL_S)

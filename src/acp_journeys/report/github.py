@@ -254,14 +254,17 @@ def github_output(values: Mapping[str, str]) -> str:
 def report_github(result: RunResult, *, env: Mapping[str, str], token: str | None, docs_url: str,
                   check_name: str = "ACP journeys", baseline: BaselineOutcome | None = None,
                   result_path: str = "", timeout: float = REQUEST_TIMEOUT_S,
-                  retry_waits: Sequence[float] = RETRY_WAITS_S, artifact_url: str | None = None) -> GitHubReport:
+                  retry_waits: Sequence[float] = RETRY_WAITS_S, artifact_url: str | None = None,
+                  post_check: bool = True) -> GitHubReport:
     """Create the check run, append the job summary and write the outputs; never raises for GitHub.
-    `artifact_url`: the artifact that holds the HTML report, linked from both summaries."""
+    `artifact_url`: the artifact that holds the HTML report, linked from both summaries.
+    `post_check=False`: no request at all (a matrix job whose merge job posts the one check)."""
     verdict = baseline.verdict if baseline is not None else result.verdict
     report = GitHubReport(verdict=verdict, conclusion="success" if verdict == "pass" else "failure")
     token = token or env.get("GITHUB_TOKEN") or None
-    _create_check_run(report, result, env, token, docs_url=docs_url, check_name=check_name, baseline=baseline,
-                      timeout=timeout, waits=retry_waits, artifact_url=artifact_url)
+    if post_check:
+        _create_check_run(report, result, env, token, docs_url=docs_url, check_name=check_name, baseline=baseline,
+                          timeout=timeout, waits=retry_waits, artifact_url=artifact_url)
     summary_path = env.get("GITHUB_STEP_SUMMARY")
     if summary_path:
         _write_step_summary(report, result, summary_path, docs_url=docs_url, baseline=baseline,

@@ -1,0 +1,154 @@
+"""`merge`: the result.json files of a matrix's jobs become one result, judged like one run.
+
+The end-to-end cases split real runs of the reference agent (sound, and with a defect) over
+`--journey` subsets, as matrix jobs would, and check `verify` on the merged file against the
+verdict of the fixture table (one run of all 7). The refusals are checked on built results.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from acp_journeys.evidence import RunResult
+from acp_journeys.merge import MergeError, merge_results, missing_journeys
+from conftest import reference_agent, run_cli, run_journeys
+from sample_results import all_pass, journey, run
+from test_fixture_verdicts import ALL, EXPECTED
+
+SPLIT = (ALL[:3], ALL[3:5], ALL[5:])
+
+
+def _split_runs(tmp_path: Path, agent: list[str]) -> list[Path]:
+    paths = []
+    for n, subset in enumerate(SPLIT):
+        job = tmp_path / f"job{n}"
+        job.mkdir()
+        outcome = run_journeys(agent, job, *(a for j in subset for a in ("--journey", j)))
+        assert outcome.result is not None, outcome.stderr
+        assert [j["id"] for j in outcome.result["journeys"]] == list(subset)
+        paths.append(outcome.path)
+    return paths
+
+
+@pytest.mark.parametrize("defect", [None, "leave-sleep"])
+def test_verify_on_the_merged_runs_gives_the_verdict_of_one_run(tmp_path: Path, defect: str | None) -> None:
+    agent = reference_agent(defect) if defect else reference_agent()
+    parts = _split_runs(tmp_path, agent)
+    merged = tmp_path / "merged.json"
+    out = run_cli(["merge", str(merged), *map(str, parts), "--expect", "all"], tmp_path, output="merged.json")
+    assert out.code == 0, out.stderr
+    assert out.result is not None and [j["id"] for j in out.result["journeys"]] == list(ALL)
+
+    verify = run_cli(["verify", str(merged)], tmp_path, output="merged.json")
+    expected = EXPECTED[defect] if defect else {}
+    assert verify.code == (1 if expected else 0), verify.stdout + verify.stderr
+    assert out.failures() == expected
+    assert "do not match their evidence" not in verify.stderr
+    assert out.result["verdict"] == ("fail" if expected else "pass")
+    assert out.result["passed"] == 7 - len(expected)
+    # The evidence is each part's, untouched.
+    for path in parts:
+        for part_journey in json.loads(path.read_text())["journeys"]:
+            mine = next(j for j in out.result["journeys"] if j["id"] == part_journey["id"])
+            assert mine["evidence"] == part_journey["evidence"]
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "acp_journeys", *args], capture_output=True, text=True,
+                          timeout=60, cwd=cwd)
+
+
+def _write(path: Path, result: RunResult) -> str:
+    path.write_text(result.model_dump_json(by_alias=True))
+    return str(path)
+
+
+def test_bad_files_exit_2_with_a_message(tmp_path: Path) -> None:
+    good = _write(tmp_path / "good.json", run([journey("turn-to-end")]))
+    (tmp_path / "notjson.json").write_text("{")
+    (tmp_path / "other.json").write_text(json.dumps({"schema": "something/else"}))
+    for bad, said in [("missing.json", "no such file"), ("notjson.json", "not JSON"),
+                      ("other.json", "not a result of this version"), (".", "cannot read it")]:
+        proc = _cli("merge", "out.json", good, bad, cwd=tmp_path)
+        assert proc.returncode == 2, proc.stderr
+        assert said in proc.stderr and "Traceback" not in proc.stderr
+        assert not (tmp_path / "out.json").exists()
+
+
+def test_refuses_duplicated_journeys_and_names_the_files(tmp_path: Path) -> None:
+    a = _write(tmp_path / "a.json", run([journey("turn-to-end"), journey("image-and-file")]))
+    b = _write(tmp_path / "b.json", run([journey("image-and-file", "fail")]))
+    proc = _cli("merge", "out.json", a, b, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "journey image-and-file is in both" in proc.stderr and "a.json" in proc.stderr and "b.json" in proc.stderr
+
+
+def test_a_journey_missing_from_the_matrix_exits_2(tmp_path: Path) -> None:
+    a = _write(tmp_path / "a.json", run([journey("turn-to-end")]))
+    proc = _cli("merge", "out.json", a, "--expect", "turn-to-end,stop-running-turn", cwd=tmp_path)
+    assert proc.returncode == 2 and "no result for stop-running-turn" in proc.stderr
+    proc = _cli("merge", "out.json", a, "--expect", "turn-to-end", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    proc = _cli("merge", "out.json", a, "--expect", "no-such-journey", cwd=tmp_path)
+    assert proc.returncode == 2 and "unknown journey no-such-journey" in proc.stderr
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"agent_command": ["other-agent", "--acp"]}, "agent command"),
+    ({"tool_version": "0.0.9"}, "tool version"),
+    ({"subject": {"sha": "b" * 40}}, "subject"),
+    ({"subject": {"sha": "a" * 40, "image": "agent:two"}}, "subject"),
+    ({"strict": True}, "strict mode"),
+    ({"docs_url": "https://elsewhere.test/doc.md"}, "docs URL"),
+    ({"timeout_scale": 2.0}, "timeout scale"),
+    ({"launch": {"kind": "docker"}}, "launch kind"),
+    ({"model_stub": {"requests": 1, "dialects": []}}, "model-stub use"),
+])
+def test_refuses_parts_of_another_agent_or_condition(change: dict, field: str) -> None:
+    base = {"subject": {"sha": "a" * 40, "image": "agent:one"}, "launch": {"kind": "local"}}
+    a = run([journey("turn-to-end")], **base)
+    b = run([journey("image-and-file")], **base).model_copy(update=change)
+    with pytest.raises(MergeError, match=field) as caught:
+        merge_results([("a.json", a), ("b.json", b)])
+    assert "a.json" in str(caught.value) and "b.json" in str(caught.value)
+
+
+def test_per_job_images_of_one_commit_are_one_subject() -> None:
+    sha = "0123456789ab" + "c" * 28
+    a = run([journey("turn-to-end")], subject={"sha": sha, "image": "acp-journeys-agent:0123456789ab-x1y2z3"},
+            launch={"kind": "docker", "image_id": "sha256:1"})
+    b = run([journey("image-and-file")], subject={"sha": sha, "image": "acp-journeys-agent:0123456789ab-q9w8e7"},
+            launch={"kind": "docker", "image_id": "sha256:2"})
+    merged = merge_results([("a", a), ("b", b)])
+    assert merged.subject == {"sha": sha}
+    assert [p["image_id"] for p in merged.launch["parts"]] == ["sha256:1", "sha256:2"]
+    other = b.model_copy(update={"subject": {"sha": "f" * 40, "image": "acp-journeys-agent:ffffffffffff-q9w8e7"}})
+    with pytest.raises(MergeError, match="subject"):
+        merge_results([("a", a), ("b", other)])
+
+
+def test_times_partial_and_model_stub_are_joined() -> None:
+    a = run([journey("turn-to-end")], model_stub={"requests": 3, "dialects": ["openai-chat"]}).model_copy(
+        update={"started_at": "2026-11-05T10:00:05+00:00", "ended_at": "2026-11-05T10:01:00+00:00"})
+    b = run([journey("image-and-file")], partial=True, model_stub={"requests": 2, "dialects": ["anthropic"]}
+            ).model_copy(update={"started_at": "2026-11-05T10:00:01+00:00", "ended_at": "2026-11-05T10:02:00+00:00"})
+    merged = merge_results([("a", a), ("b", b)])
+    assert merged.started_at == "2026-11-05T10:00:01+00:00" and merged.ended_at == "2026-11-05T10:02:00+00:00"
+    assert merged.partial and merged.verdict == "fail"  # a stopped job never makes a pass
+    assert merged.model_stub == {"requests": 5, "dialects": ["anthropic", "openai-chat"]}
+
+
+def test_one_part_is_itself_judged_again_and_the_order_is_the_catalog_s() -> None:
+    whole = all_pass()
+    reversed_parts = [(j.id, whole.model_copy(update={"journeys": [j]})) for j in reversed(whole.journeys)]
+    merged = merge_results(reversed_parts)
+    assert [j.id for j in merged.journeys] == [j.id for j in whole.journeys]
+    assert merged.verdict == "pass" and merged.passed == 7
+    assert missing_journeys(merged, list(ALL)) == []
+    with pytest.raises(MergeError, match="nothing to merge"):
+        merge_results([])
