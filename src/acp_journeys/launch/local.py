@@ -30,6 +30,7 @@ class LocalAgentProcess(AgentProcess):
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self.proc = proc
         self.pid = proc.pid
+        self._ended = _process_end(proc)
 
     async def write(self, data: bytes) -> None:
         assert self.proc.stdin is not None
@@ -55,10 +56,15 @@ class LocalAgentProcess(AgentProcess):
         return await self.proc.stderr.read(n)
 
     async def wait(self, timeout: float) -> int | None:
-        try:
-            return await asyncio.wait_for(asyncio.shield(self.proc.wait()), timeout)
-        except asyncio.TimeoutError:
-            return None
+        # The end of the process itself (its pidfd), never of its pipes: a helper that holds the
+        # agent's stderr (as MCP SDKs leave their stdio servers) must not make an agent that
+        # ended at once look late.
+        if self.proc.returncode is None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._ended), timeout)
+            except asyncio.TimeoutError:
+                return None
+        return self.proc.returncode
 
     async def kill(self) -> None:
         if self.proc.returncode is not None:
@@ -70,6 +76,44 @@ class LocalAgentProcess(AgentProcess):
                 return
             if await self.wait(grace) is not None:
                 return
+
+
+def _process_end(proc: asyncio.subprocess.Process) -> asyncio.Future[None]:
+    """Done once `proc` has ended and asyncio's child watcher has its exit code."""
+    loop = asyncio.get_running_loop()
+    ended: asyncio.Future[None] = loop.create_future()
+
+    async def code_known() -> None:
+        # After the pidfd fires, the watcher reaps the process at once; poll its code briefly.
+        delay = 0.002
+        while proc.returncode is None:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        if not ended.done():
+            ended.set_result(None)
+
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # no pidfd here (or already reaped): poll the code alone
+        _keep(loop.create_task(code_known()))
+        return ended
+
+    def readable() -> None:
+        loop.remove_reader(fd)
+        os.close(fd)
+        _keep(loop.create_task(code_known()))
+
+    loop.add_reader(fd, readable)
+    return ended
+
+
+_WATCHES: set[asyncio.Task[None]] = set()
+
+
+def _keep(task: asyncio.Task[None]) -> None:
+    """Hold a reference to a task nobody awaits, so that it is not collected mid-way."""
+    _WATCHES.add(task)
+    task.add_done_callback(_WATCHES.discard)
 
 
 class LocalSandbox(Sandbox):
