@@ -21,7 +21,7 @@ from pathlib import Path
 
 from acp_journeys import prompts
 from acp_journeys.launch.base import AgentProcess, Launcher, LaunchError, ProcInfo, Sandbox
-from acp_journeys.tracking import _OWN_CHILDREN, Tracker, TrackerFactory
+from acp_journeys.tracking import _OWN_CHILDREN, Tracker, TrackerFactory, TrackingError
 
 LOCK_WAIT_S = 600.0
 
@@ -155,6 +155,7 @@ class LocalSandbox(Sandbox):
         except (OSError, ValueError) as exc:
             raise LaunchError(f"cannot start {argv[0]!r}: {exc}") from exc
         _OWN_CHILDREN.add(proc.pid)
+        tracker.root_pid = proc.pid
         self._agent_pid = proc.pid
         return LocalAgentProcess(proc)
 
@@ -241,10 +242,17 @@ class LocalLauncher(Launcher):
         self.env = dict(env or {})
         # Unix socket paths must stay short (about 100 bytes): a short folder under /tmp.
         self.socket_dir = tempfile.mkdtemp(prefix="acpj-", dir="/tmp")
-        self.trackers = TrackerFactory(run_id, prefer=tracking)
+        self._tracking_error: str | None = None
+        try:
+            self.trackers = TrackerFactory(run_id, prefer=tracking)
+        except TrackingError as exc:  # said by check(), before any journey: exit 2
+            self._tracking_error = str(exc)
+            self.trackers = TrackerFactory(run_id, prefer="subreaper")
         self._sandboxes: list[LocalSandbox] = []
 
     async def check(self, argv: list[str]) -> None:
+        if self._tracking_error:
+            raise LaunchError(self._tracking_error)
         if not argv:
             raise LaunchError("no agent command: give it after --")
         program = argv[0]
