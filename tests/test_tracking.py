@@ -3,6 +3,7 @@ can be made. A tracking that failed to set up is never claimed."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -24,7 +25,7 @@ time.sleep(60)
 
 
 def started(tracker: tracking.Tracker) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", AGENT], env={**__import__("os").environ, **tracker.env()},
+    proc = subprocess.Popen([sys.executable, "-c", AGENT], env={**os.environ, **tracker.env()},
                             stdout=subprocess.PIPE, start_new_session=True, text=True)
     tracker.root_pid = proc.pid
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
