@@ -24,7 +24,8 @@ def every(*ids: str, journeys=ALL) -> dict[str, list[str]]:
     return {j: sorted(ids) for j in journeys}
 
 
-# defect flag of the reference agent -> {journey: failure ids}; every other journey must pass.
+# defect flags of the reference agent ("a+b": both) -> {journey: failure ids}; every other journey
+# must pass.
 EXPECTED: dict[str, dict[str, list[str]]] = {
     "protocol-version-string": every("initialize-protocol-version"),
     "protocol-version-float": every("initialize-protocol-version"),
@@ -73,6 +74,24 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     # Its processes share a daemon in $TMPDIR: 7 journeys at once, each with a TMPDIR of its own,
     # each with a daemon of its own, left after the agent ended (issue: journeys shared TMPDIR).
     "shared-daemon": every("process-left"),
+    # #step-7: the cancel goes out once the sleep runs, so a cancel that never kills is seen, whatever
+    # came before the command (a permission request, none, a `pwd` tool call).
+    "cancel-flag-only": {"stop-running-turn": ["cancel-too-slow"]},
+    "cancel-flag-only+no-permission": {"stop-running-turn": ["cancel-too-slow"]},
+    "cancel-flag-only+pwd-first": {"stop-running-turn": ["cancel-too-slow"]},
+    "refuse-command": {"stop-running-turn": ["sleep-never-started"]},
+    # In progress with no process to see: cancelled on the report after a few seconds (a warning).
+    "sleep-in-process": {},
+    # A stop reason other than end_turn fails only where the doc names end_turn (#step-3, #step-4).
+    "other-stop-reason": {"turn-to-end": ["stop-reason"], "follow-up-same-session": ["stop-reason"]},
+    "mcp-tool-names": {},
+    "descriptive-titles": {},
+    "create-plan-twice": {},
+    "marker-after-4mb": {},
+    "plan-late-write": {"plan-turn-saved-plan": ["plan-changed-workspace"]},
+    # The exit is the process's own, not its pipes': a helper holding stderr is left, never "late".
+    "helper-holds-stderr": every("process-left"),
+    "helper-lingers": every("process-left"),
 }
 
 
@@ -93,7 +112,7 @@ def test_reference_agent_passes_all_seven(tmp_path):
 
 @pytest.mark.parametrize("defect", sorted(EXPECTED))
 def test_fixture_gets_its_exact_verdict(defect, tmp_path):
-    outcome = run_journeys(reference_agent(defect), tmp_path)
+    outcome = run_journeys(reference_agent(*defect.split("+")), tmp_path)
     assert outcome.failures() == EXPECTED[defect], outcome.stdout
     expect_code = 1 if EXPECTED[defect] else 0
     assert outcome.code == expect_code, outcome.stderr[-2000:]
@@ -178,3 +197,55 @@ def test_requests_for_capabilities_never_offered_are_refused_and_recorded(tmp_pa
     assert [(r["method"], r["error_code"]) for r in refused] == [("fs/read_text_file", -32601),
                                                                   ("terminal/create", -32601)]
     assert sum("refused the agent's request" in w for w in journey["warnings"]) == 2
+
+
+@pytest.mark.parametrize("tracking", ["subreaper", "cgroup"])
+@pytest.mark.parametrize("defect", ["helper-holds-stderr", "leave-daemon"])
+def test_leftovers_are_found_by_either_tracking_and_it_is_recorded(defect, tracking, tmp_path):
+    """A helper with a whitelisted environment (no token) and a double-forked daemon are the
+    agent's under the subreaper's descent tracking too; result.json says which tracking ran."""
+    outcome = run_journeys(reference_agent(defect), tmp_path, "--journey", "turn-to-end", "--tracking", tracking)
+    if tracking == "cgroup" and outcome.code == 2:
+        pytest.skip("no cgroup can be made here: " + outcome.stderr[-300:])
+    assert outcome.failures() == {"turn-to-end": ["process-left"]}, outcome.stdout
+    method = outcome.result["launch"]["tracking"]
+    assert method == "subreaper" if tracking == "subreaper" else method.startswith("cgroup-v")
+    [process] = outcome.result["journeys"][0]["evidence"]["processes"]
+    assert process["killed_after"] is None and process["exited_at"] - process["stdin_closed_at"] < 5
+
+
+def test_the_reference_agent_passes_under_the_subreaper_tracking(tmp_path):
+    outcome = run_journeys(reference_agent(), tmp_path, "--tracking", "subreaper")
+    assert outcome.failures() == {} and outcome.code == 0, outcome.stdout
+    assert outcome.result["launch"]["tracking"] == "subreaper"
+
+
+def test_a_cancel_on_an_in_progress_report_is_recorded_as_a_warning(tmp_path):
+    outcome = run_journeys(reference_agent("sleep-in-process"), tmp_path, "--journey", "stop-running-turn")
+    [journey] = outcome.result["journeys"]
+    [turn] = journey["evidence"]["turns"]
+    assert journey["verdict"] == "pass" and turn["cancel_trigger"] == "tool_call"
+    assert turn["cancel_sent_at"] - turn["tool_calls"][0]["at"] >= 3.0
+    assert any("no `sleep 120` process was seen" in w for w in journey["warnings"])
+
+
+def test_the_cancel_waits_for_the_sleep_process(tmp_path):
+    outcome = run_journeys(reference_agent(), tmp_path, "--journey", "stop-running-turn")
+    [turn] = outcome.result["journeys"][0]["evidence"]["turns"]
+    assert turn["cancel_trigger"] == "process"
+    assert turn["cancel_sent_at"] > max(p["at"] for p in turn["permissions"])
+
+
+def test_a_late_write_in_plan_mode_is_named(tmp_path):
+    outcome = run_journeys(reference_agent("plan-late-write"), tmp_path, "--journey", "plan-turn-saved-plan")
+    [failure] = outcome.result["journeys"][0]["failures"]
+    assert failure["id"] == "plan-changed-workspace" and "new notes.md" in failure["detail"]
+
+
+def test_a_reply_of_4_mib_is_stored_whole_for_verify(tmp_path):
+    outcome = run_journeys(reference_agent("marker-after-4mb"), tmp_path, "--journey", "turn-to-end")
+    journey = outcome.result["journeys"][0]
+    [turn] = journey["evidence"]["turns"]
+    assert journey["verdict"] == "pass" and len(turn["reply_text"]) == turn["reply_length"] > 4 << 20
+    assert turn["reply_text"].endswith(journey["evidence"]["markers"]["reply"])
+    assert verify(outcome.path).returncode == 0

@@ -34,7 +34,7 @@ def test_fixture_verdict_is_the_same_in_containers(image: str, tmp_path: Path, d
     proc = subprocess.run(
         [sys.executable, "-m", "acp_journeys", "run", "-q", "--timeout-scale", FAST_SCALE, "-o", str(out),
          "--image", image, "--agent-dir", str(BUNDLED), "--", "python3", "/agent/reference_agent.py",
-         *([f"--defect={defect}"] if defect else [])],
+         *[f"--defect={d}" for d in (defect.split("+") if defect else [])]],
         capture_output=True, text=True, timeout=600, cwd=tmp_path)
     result = json.loads(out.read_text())
     failures = {j["id"]: sorted(f["id"] for f in j["failures"]) for j in result["journeys"] if j["verdict"] != "pass"}

@@ -151,9 +151,10 @@ def image_and_file(reply: str = f"{FILE_WORD} red", **turn_changes: Any) -> Jour
 
 
 def stop_turn(**changes: Any) -> JourneyEvidence:
-    """The sleep shows as a tool_call at 9.5 s, session/cancel at 10 s, the answer `cancelled` at 12 s."""
+    """The sleep shows as a tool_call at 9.5 s and as a process at 10 s, session/cancel at 10 s, the
+    answer `cancelled` at 12 s."""
     fields: dict[str, Any] = dict(
-        stop="cancelled", sent_at=2.0, answered_at=12.0, cancel_sent_at=10.0, cancel_trigger="tool_call",
+        stop="cancelled", sent_at=2.0, answered_at=12.0, cancel_sent_at=10.0, cancel_trigger="process",
         command_seen_at=9.5,
         tool_calls=[ToolCallEvidence(tool_call_id="t-1", at=9.5, title="sleep 120", kind="execute")],
     )
@@ -547,6 +548,21 @@ def test_a_tool_call_only_after_the_answer_does_not_count() -> None:
     fails_with(stop_turn(cancel_trigger="process", tool_calls=late), "no-tool-call-before-cancel")
 
 
+def test_a_cancel_on_the_in_progress_fallback_passes_with_a_warning() -> None:
+    judgement = judged(stop_turn(cancel_trigger="tool_call"))
+    assert judgement.verdict == "pass"
+    assert any("no `sleep 120` process was seen" in w for w in judgement.warnings)
+    assert not any("process was seen" in w for w in judged(stop_turn()).warnings)
+
+
+@pytest.mark.parametrize("stop", ["end_turn", "cancelled", "refusal", None])
+def test_a_turn_that_ends_before_the_command_runs_is_sleep_never_started_whatever_its_stop(stop: Any) -> None:
+    refused = [ToolCallEvidence(tool_call_id="t-1", at=3.0, title="sleep 120", kind="execute", status="failed")]
+    e = stop_turn(cancel_sent_at=None, cancel_trigger=None, command_seen_at=None, tool_calls=refused,
+                  stop=stop, answered_at=4.0)
+    assert judged(e).failure_ids == ["sleep-never-started"]
+
+
 def test_a_permission_request_instead_of_a_tool_call_passes() -> None:
     permission = PermissionEvidence(at=9.5, request_id=0, tool_call={"toolCallId": "t-1", "title": "sleep 120"},
                                     options=[], decision="allow", reason="allowed",
@@ -645,10 +661,33 @@ def test_a_plan_turn_that_changes_the_workspace_fails(after: dict[str, str], cha
     assert detail(judgement, "plan-changed-workspace") == change
 
 
-def test_a_plan_turn_ending_with_another_stop_reason_fails() -> None:
+def test_two_create_plan_calls_and_get_plan_of_the_first_pass() -> None:
+    # a model that retries: the same plan saved twice, the first one read back and replied
+    calls = [create_plan(SAVED_TITLE, plan_id="PLAN-FIRST001"), create_plan(SAVED_TITLE, plan_id="PLAN-SECOND02"),
+             get_plan("PLAN-FIRST001")]
+    assert judged(plan_saved(calls=calls, reply="PLAN-FIRST001")).verdict == "pass"
+    # a reply with the second plan's id also names a plan of a good create_plan
+    assert judged(plan_saved(calls=calls[:2] + [get_plan("PLAN-SECOND02")], reply="PLAN-SECOND02")).verdict == "pass"
+    judgement = fails_with(plan_saved(calls=calls, reply="Done."), "reply-missing-plan-id")
+    assert "PLAN-FIRST001" in detail(judgement, "reply-missing-plan-id")
+    fails_with(plan_saved(calls=calls[:2] + [get_plan("PLAN-OTHER003")], reply="PLAN-FIRST001"),
+               "get-plan-not-called")
+
+
+def test_a_reply_larger_than_a_mebibyte_is_judged_whole() -> None:
+    reply = "x" * (4 << 20) + " " + REPLY
+    assert judged(turn_to_end(reply)).verdict == "pass"
+
+
+def test_a_plan_turn_ending_with_another_stop_reason_is_a_strict_warning() -> None:
+    # #step-8 names no stop reason: a warning, and a failure only with --strict
     e = plan_saved()
     e.turns[0].stop_reason = "max_tokens"
-    fails_with(e, "stop-reason")
+    judgement = judged(e)
+    assert judgement.verdict == "pass"
+    assert any(w.startswith("stop-reason (fails only with --strict)") and "max_tokens" in w
+               for w in judgement.warnings)
+    fails_with(e, "stop-reason", strict=True)
 
 
 # --- Plan, then regular, then Plan again (#step-9) ----------------------------------------------
@@ -681,8 +720,29 @@ def test_step_9_regular_turn_that_makes_no_file_fails() -> None:
     assert "/workspace/regular-TOUCH-1.txt" in detail(judgement, "regular-file-missing")
 
 
-def test_step_9_regular_turn_must_end_with_end_turn() -> None:
-    fails_with(plan_regular_plan(regular={"stop_reason": "refusal"}), "stop-reason")
+def test_step_9_regular_turn_with_another_stop_reason_is_a_strict_warning() -> None:
+    e = plan_regular_plan(regular={"stop_reason": "refusal"})
+    assert judged(e).verdict == "pass" and any("refusal" in w for w in judged(e).warnings)
+    fails_with(e, "stop-reason", strict=True)
+
+
+@pytest.mark.parametrize("make", [after_restart, image_and_file, plan_regular_plan])
+def test_where_the_doc_names_no_stop_reason_another_one_only_warns(make) -> None:
+    e = make()
+    for t in e.turns:
+        t.stop_reason = "max_tokens"
+    judgement = judged(e)
+    assert judgement.verdict == "pass", judgement.failures
+    assert any("stop-reason" in w for w in judgement.warnings)
+    fails_with(e, "stop-reason", strict=True)
+
+
+@pytest.mark.parametrize("make", [turn_to_end, same_session])
+def test_where_the_doc_names_end_turn_another_stop_reason_fails(make) -> None:
+    e = make()
+    for t in e.turns:
+        t.stop_reason = "max_tokens"
+    fails_with(e, "stop-reason")
 
 
 def test_step_9_set_mode_error_on_the_way_back_to_regular_fails() -> None:

@@ -91,8 +91,21 @@ def test_after_cancel_every_request_is_answered_cancelled(tool_call: dict[str, A
     {"title": "`cat /workspace/plan-input.txt`", "kind": "execute"},
     {"title": "Run", "kind": "execute", "rawInput": {"command": ["cat", "/workspace/plan-input.txt"]}},
     {"title": "Run", "rawInput": {"cmd": "cat notes.txt"}},
+    {"title": "Find files", "kind": "search"},
+    {"name": "mcp__rondar__create_plan", "title": "Save the plan", "kind": "other"},
+    {"name": "rondar__get_plan", "title": "Read the plan back"},
+    {"title": "mcp_rondar_create_plan", "kind": "other"},
+    {"title": "Save", "kind": "other", "_meta": {"agent": {"toolName": "mcp__rondar__create_plan"}}},
+    {"title": "cat /workspace/plan-input.txt (Read file)", "kind": "execute"},
+    {"title": "Run `cat /workspace/plan-input.txt`", "kind": "execute"},
+    {"title": "bash -lc 'cat /workspace/plan-input.txt' (Run shell command)", "kind": "execute"},
+    {"title": "Shell", "kind": "execute", "rawInput": {"command": ["bash", "-lc", "cat /workspace/plan-input.txt"]}},
+    {"title": "Shell", "kind": "execute", "rawInput": {"command": "/bin/bash -l -c 'cat plan-input.txt'"}},
 ], ids=["kind-read", "plan-tool-title", "plan-tool-title-2", "raw-input-name", "raw-input-tool", "raw-input-tool-name",
-        "cat", "cat-two-files", "cat-by-path", "cat-in-title", "cat-argv", "cat-cmd-key"])
+        "cat", "cat-two-files", "cat-by-path", "cat-in-title", "cat-argv", "cat-cmd-key", "kind-search",
+        "name-mcp-prefixed", "name-server-prefixed", "title-mcp-single-underscore", "meta-tool-name",
+        "cat-descriptive-title", "cat-quoted-in-title", "bash-lc-in-descriptive-title", "bash-lc-argv",
+        "bash-l-c-string"])
 def test_plan_mode_allows_reads_the_plan_tools_and_a_plain_cat(tool_call: dict[str, Any]) -> None:
     answer = decide("plan", params(tool_call))
     assert answer.decision == "allow" and answer.outcome == selected(ALLOW_ONCE), answer.reason
@@ -121,9 +134,14 @@ def test_plan_mode_allows_reads_the_plan_tools_and_a_plain_cat(tool_call: dict[s
     {"title": "Delete notes.md", "kind": "delete"},
     {"title": "Move a to b", "kind": "move"},
     {"title": "Something"},
+    {"title": "cat a; rm b (Read file)", "kind": "execute"},
+    {"title": "bash -lc 'cat a > b' (Run shell command)", "kind": "execute"},
+    {"title": "Write notes", "kind": "other", "rawInput": {"content": "then call create_plan"}},
+    {"name": "mcp__rondar__delete_plan", "title": "Delete", "kind": "other"},
 ], ids=["redirect", "append", "chain-semicolon", "chain-and", "pipe", "substitution", "backticks", "newline",
         "input-redirect", "unclosed-quote", "rm", "touch", "sleep", "not-cat", "empty", "edit", "delete", "move",
-        "unknown"])
+        "unknown", "chain-in-descriptive-title", "redirect-behind-bash-lc", "plan-tool-only-in-arguments",
+        "other-mcp-tool"])
 def test_plan_mode_refuses_everything_else(tool_call: dict[str, Any]) -> None:
     answer = decide("plan", params(tool_call))
     assert answer.decision == "refuse" and answer.outcome == selected(REJECT_ONCE), answer.reason

@@ -107,8 +107,8 @@ _FAILURES: tuple[FailureKind, ...] = (
                 "no tool_call update and no permission request came before the stop: report the shell "
                 "command as a tool call.", "step-7"),
     FailureKind("sleep-never-started",
-                "nothing showed the command `sleep 120` running (no tool call, no permission request, "
-                "no sleep process) within the bound, so the stop could not be tried.", "step-7"),
+                "the command `sleep 120` never ran (no sleep process, no tool call about it in progress) "
+                "before the turn ended or the bound ran out, so the stop could not be tried.", "step-7"),
     FailureKind("cancel-too-slow",
                 "the turn ended more than 30 seconds after session/cancel: stop the running tool call "
                 "when session/cancel comes, and answer the prompt with cancelled.", "step-7", common=True),

@@ -84,7 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--model-stub-config-template", action="append", default=[], metavar="SRC:DEST",
                      help="with --model-stub: write SRC, {model_url} filled, at DEST under the agent's home")
     _add_report_options(run)
-    run.add_argument("--tracking", choices=("auto", "subreaper"), default="auto", help=argparse.SUPPRESS)
+    run.add_argument("--tracking", choices=("auto", "cgroup", "subreaper"), default="auto",
+                     help="local mode: how the agent's processes are found (default auto: a cgroup where "
+                          "one can be made, else by descent under a subreaper); result.json says which")
     run.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     run.add_argument("agent", nargs=argparse.REMAINDER, help="-- COMMAND [ARG...]")
 

@@ -49,10 +49,19 @@ class Judgement:
 class _Findings:
     """Collects failures for one journey, each id once (details joined)."""
 
-    def __init__(self, journey_id: str, docs_url: str) -> None:
+    def __init__(self, journey_id: str, docs_url: str, strict: bool = False) -> None:
         self.journey_id = journey_id
         self.docs_url = docs_url
+        self.strict = strict
         self.items: dict[str, Failure] = {}
+        self.warnings: list[str] = []
+
+    def add_strict(self, failure_id: str, detail: str) -> None:
+        """A check where Rondar's page names no rule: a failure only with --strict, else a warning."""
+        if self.strict:
+            self.add(failure_id, detail)
+        else:
+            self.warnings.append(f"{failure_id} (fails only with --strict): {detail}")
 
     def add(self, failure_id: str, detail: str) -> None:
         if failure_id in self.items:
@@ -98,8 +107,8 @@ def read_protocol_version(raw: str) -> tuple[bool, str]:
 
 def judge_journey(evidence: JourneyEvidence, *, strict: bool = False,
                   docs_url: str = catalog.DEFAULT_DOCS_URL) -> Judgement:
-    findings = _Findings(evidence.journey, docs_url)
-    warnings: list[str] = []
+    findings = _Findings(evidence.journey, docs_url, strict)
+    warnings = findings.warnings
     if evidence.runner_error:
         findings.add("runner-error", evidence.runner_error)
         return Judgement("error", list(findings.items.values()), warnings)
@@ -299,8 +308,11 @@ def _turn(e: JourneyEvidence, name: str) -> TurnEvidence | None:
     return next((t for t in e.turns if t.name == name), None)
 
 
-def _turn_ended(t: TurnEvidence, f: _Findings, expected: str = "end_turn") -> bool:
-    """Checks how a turn ended; True when it ended in a way whose reply can be judged."""
+def _turn_ended(t: TurnEvidence, f: _Findings, expected: str = "end_turn", *, named: bool = True) -> bool:
+    """Checks how a turn ended; True when it ended in a way whose reply can be judged.
+
+    named: the doc names the stop reason of this turn (#step-3, #step-4); elsewhere another stop
+    reason is a warning that fails only with --strict."""
     if t.agent_exited:
         f.add("agent-exited", f"the agent ended during turn {t.name}")
         return False
@@ -311,7 +323,11 @@ def _turn_ended(t: TurnEvidence, f: _Findings, expected: str = "end_turn") -> bo
         f.add("prompt-error", f"turn {t.name}: {_short(t.error)}")
         return False
     if t.stop_reason != expected:
-        f.add("stop-reason", f"turn {t.name}: stopReason {_short(t.stop_reason)}, expected {expected}")
+        detail = f"turn {t.name}: stopReason {_short(t.stop_reason)}, expected {expected}"
+        if named:
+            f.add("stop-reason", detail)
+        else:
+            f.add_strict("stop-reason", detail)
     return True
 
 
@@ -344,14 +360,14 @@ def _check_same_session(e: JourneyEvidence, f: _Findings) -> None:
 def _check_after_restart(e: JourneyEvidence, f: _Findings) -> None:
     first = _turn(e, "remember")
     if first:
-        _turn_ended(first, f)
+        _turn_ended(first, f, named=False)
     if len(e.processes) >= 2:
         caps = e.processes[1].agent_capabilities
         if caps is not None and caps.get("loadSession") is not True:
             f.add("no-load-session", f"process 2: agentCapabilities.loadSession is "
                                      f"{_short(caps.get('loadSession'))}")
     ask = _turn(e, "ask")
-    if ask and _turn_ended(ask, f):
+    if ask and _turn_ended(ask, f, named=False):
         _reply_holds(ask, e.markers.get("word") or "\0no-marker", "reply-missing-word", f)
 
 
@@ -365,7 +381,7 @@ def _check_image_and_file(e: JourneyEvidence, f: _Findings) -> None:
                 f.add("no-image-capability", f"promptCapabilities.image is {_short(image)}")
     t = _turn(e, "image")
     word = e.markers.get("file") or "\0no-marker"
-    if t and _turn_ended(t, f):
+    if t and _turn_ended(t, f, named=False):
         _reply_holds(t, word, "reply-missing-word", f, what=f"the word of the file {word}")
         # "red" as a word of its own, not inside the file word or "hundred"
         rest = t.reply_text.replace(word, " ")
@@ -391,6 +407,9 @@ def _check_stop(e: JourneyEvidence, f: _Findings) -> None:
         return
     if t.cancel_trigger == "bound":
         f.add("sleep-never-started", "cancelled at the turn's bound")
+    elif t.cancel_trigger == "tool_call":
+        f.warnings.append(f"session/cancel went out at {t.cancel_sent_at:.1f}s on a tool call about the sleep "
+                          "reported in_progress: no `sleep 120` process was seen among the agent's processes")
     stop_at = t.answered_at if t.answered_at is not None else float("inf")
     shown = [c for c in t.tool_calls if c.at <= stop_at] or [p for p in t.permissions if p.at <= stop_at]
     if not shown:
@@ -416,7 +435,7 @@ def _plan_id(call: McpCallEvidence) -> str | None:
 
 def _check_plan_turn(t: TurnEvidence, title: str, input_word: str, f: _Findings, *, full: bool) -> None:
     """full: Rondar's #step-8 (get_plan and the id in the reply); else #step-9 (the plan is saved)."""
-    if not _turn_ended(t, f):
+    if not _turn_ended(t, f, named=False):
         return
     creates = [c for c in t.mcp_calls if c.tool == "create_plan"]
     good = [c for c in creates if not c.is_error and c.arguments.get("title") == title
@@ -426,14 +445,17 @@ def _check_plan_turn(t: TurnEvidence, title: str, input_word: str, f: _Findings,
         f.add("create-plan-not-called", f"turn {t.name}: expected title {json.dumps(title)}"
                                         f"{' and the cat output ' + input_word if full else ''}; seen: {seen}")
         return
-    plan_id = _plan_id(good[-1])
-    if not full or plan_id is None:
+    # A model that retries may save the same plan twice: any good create_plan is "that plan".
+    plan_ids = [i for i in (_plan_id(c) for c in good) if i is not None]
+    if not full or not plan_ids:
         return
-    gets = [c for c in t.mcp_calls if c.tool == "get_plan"
-            and any(v == plan_id for v in c.arguments.values())]
-    if not gets:
-        f.add("get-plan-not-called", f"turn {t.name}: no get_plan with {plan_id}")
-    _reply_holds(t, plan_id, "reply-missing-plan-id", f, what=f"the plan ID {plan_id}")
+    got = [v for c in t.mcp_calls if c.tool == "get_plan" for v in c.arguments.values() if v in plan_ids]
+    if not got:
+        f.add("get-plan-not-called", f"turn {t.name}: no get_plan with {' or '.join(plan_ids)}")
+    # The reply names the plan that get_plan read back, else any plan of a good create_plan.
+    wanted = [i for i in plan_ids if i in got] or plan_ids
+    held = next((i for i in wanted if i in t.reply_text), None)
+    _reply_holds(t, held or wanted[-1], "reply-missing-plan-id", f, what=f"the plan ID {' or '.join(wanted)}")
 
 
 def _check_plan_mode_found(e: JourneyEvidence, f: _Findings) -> bool:
@@ -469,7 +491,7 @@ def _check_plan_regular_plan(e: JourneyEvidence, f: _Findings) -> None:
             _check_plan_turn(t, prompts.PLAN_TITLE_PLAN_REGULAR_PLAN, e.markers.get("input") or "\0no-marker", f,
                              full=False)
     regular = _turn(e, "regular")
-    if regular is not None and _turn_ended(regular, f) and regular.target_file_exists is not True:
+    if regular is not None and _turn_ended(regular, f, named=False) and regular.target_file_exists is not True:
         f.add("regular-file-missing", f"{regular.target_file} does not exist after the regular turn")
 
 

@@ -7,6 +7,7 @@ reject_once/reject_always to refuse. After session/cancel every request is answe
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -17,10 +18,14 @@ PolicyName = Literal["allow-all", "plan", "cancelled"]
 ALLOW_KINDS = ("allow_once", "allow_always")
 REFUSE_KINDS = ("reject_once", "reject_always")
 PLAN_TOOLS = ("create_plan", "get_plan")
-PLAN_ALLOWED_KINDS = ("read",)  # tool kinds that Plan mode allows
+PLAN_ALLOWED_KINDS = ("read", "search")  # the "reads" that Plan mode allows
 PLAN_ALLOWED_COMMANDS = ("cat",)  # shell commands that Plan mode allows
 WRITING_KINDS = ("edit", "delete", "move", "execute")
 SHELLS = ("sh", "bash", "zsh", "dash")
+# A Plan tool's name as agents show it: bare, or with the server's name and an MCP prefix
+# (mcp__rondar__create_plan, rondar__create_plan, mcp_rondar_create_plan; rondar.create_plan
+# splits into two words).
+PLAN_TOOL_NAME = re.compile(r"^(?:mcp_{1,2})?(?:rondar_{1,2})?(create_plan|get_plan)$")
 
 
 @dataclass(frozen=True)
@@ -49,17 +54,34 @@ def plan_allows(tool_call: dict[str, Any]) -> tuple[bool, str]:
     kind = tool_call.get("kind")
     if kind in PLAN_ALLOWED_KINDS:
         return True, f"Plan mode allows tool kind {kind}"
-    names = " ".join(str(tool_call.get(k) or "") for k in ("title", "toolCallId"))
-    raw = tool_call.get("rawInput")
-    if isinstance(raw, dict):
-        names += " " + " ".join(str(raw.get(k) or "") for k in ("name", "tool", "toolName"))
     # By name only for tools that do not say they write or run: "Write get_plan.md" stays refused.
-    if kind not in WRITING_KINDS and any(tool in names for tool in PLAN_TOOLS):
+    if kind not in WRITING_KINDS and names_plan_tool(tool_call):
         return True, "Plan mode allows the rondar Plan tools"
     command = shell_command(tool_call)
     if command is not None and is_plain_command(command, PLAN_ALLOWED_COMMANDS):
         return True, "Plan mode allows the cat command"
     return False, "Plan mode refuses everything but reads, the Plan tools and cat"
+
+
+def names_plan_tool(tool_call: dict[str, Any]) -> bool:
+    """The ToolCall's name, title, toolCallId, rawInput or _meta names create_plan or get_plan."""
+    texts = [str(tool_call.get(k) or "") for k in ("name", "title", "toolCallId")]
+    texts += _tool_names(tool_call.get("rawInput")) + _tool_names(tool_call.get("_meta"))
+    return any(PLAN_TOOL_NAME.match(word) for text in texts for word in re.findall(r"\w+", text))
+
+
+def _tool_names(value: Any, depth: int = 0) -> list[str]:
+    """The strings under keys that name a tool ("name", "tool", "toolName", "mcp_tool"...), at any
+    depth: not the arguments, where a note about create_plan names no tool."""
+    if not isinstance(value, dict) or depth > 4:
+        return []
+    found: list[str] = []
+    for key, item in value.items():
+        if isinstance(item, str) and re.search(r"name|tool", str(key), re.IGNORECASE):
+            found.append(item)
+        elif isinstance(item, dict):
+            found += _tool_names(item, depth + 1)
+    return found
 
 
 def shell_command(tool_call: dict[str, Any]) -> str | None:
@@ -72,8 +94,12 @@ def shell_command(tool_call: dict[str, Any]) -> str | None:
             if isinstance(value, list) and all(isinstance(v, str) for v in value):
                 return shlex.join(value)
     title = tool_call.get("title")
-    if isinstance(title, str) and tool_call.get("kind") == "execute":
-        return title.strip("` ")
+    if isinstance(title, str) and tool_call.get("kind") in ("execute", None):
+        quoted = re.search(r"`([^`]+)`", title)  # Run `cat x`
+        if quoted:
+            return quoted.group(1).strip()
+        # A description after the command: "cat /x (Read file)"
+        return re.sub(r"\s*\([^()]*\)\s*$", "", title).strip("` ")
     return None
 
 
@@ -84,8 +110,9 @@ def is_plain_command(command: str, programs: tuple[str, ...]) -> bool:
     except ValueError:
         return False
     # `bash -lc 'cat x'` is the way many agents run every command: judge the inner one.
-    if len(words) == 3 and words[0].rsplit("/", 1)[-1] in SHELLS and words[1] in ("-c", "-lc"):
-        return is_plain_command(words[2], programs)
+    if (len(words) >= 3 and words[0].rsplit("/", 1)[-1] in SHELLS
+            and all(re.fullmatch(r"-[a-z]+", w) for w in words[1:-1]) and "c" in words[-2]):
+        return is_plain_command(words[-1], programs)
     if any(ch in command for ch in ";|&<>`$\n()"):
         return False
     return bool(words) and words[0].rsplit("/", 1)[-1] in programs

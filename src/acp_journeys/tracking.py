@@ -2,9 +2,14 @@
 
 Rules of this module: find every process an agent started, also a daemon made with double fork
 and `setsid`, which no parent/child walk from the agent can see. Best first: a cgroup of its own
-(v2, else the v1 `pids` hierarchy), where membership cannot be escaped; else the runner becomes a
-child subreaper (orphans are re-parented to it, not to init) and the agent's descendants carry an
-environment token. It records and kills; it never judges.
+(v2, else the v1 `pids` hierarchy), where membership cannot be escaped. Else tracking by descent:
+the runner becomes a child subreaper (orphans are re-parented to it, not to init), and a process
+is the agent's when it descends from the agent's pid, from a process already seen as the agent's,
+or is in the agent's session (the agent starts as a session leader), or carries the agent's
+environment token. No single sign is needed: an MCP SDK starts its stdio servers with a
+whitelisted environment (no token) but as children in the agent's session. Where even the
+subreaper call fails, the method says "descent" and the scan covers every process of the machine.
+It records and kills; it never judges.
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ PR_SET_CHILD_SUBREAPER = 36
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
+class TrackingError(Exception):
+    """The tracking asked for cannot be set up on this machine."""
+
+
 class Tracker:
     """One agent process's group of processes."""
 
@@ -34,6 +43,8 @@ class Tracker:
     def __init__(self, name: str) -> None:
         self.name = name
         self.token = f"{name}-{uuid.uuid4().hex[:12]}"
+        self.root_pid: int | None = None
+        """The agent's own pid, once started."""
 
     def env(self) -> dict[str, str]:
         return {TOKEN_ENV: self.token}
@@ -114,28 +125,62 @@ class CgroupTracker(Tracker):
                 time.sleep(0.05)
 
 
-class SubreaperTracker(Tracker):
-    method = "subreaper"
+class DescentTracker(Tracker):
+    """By descent from the agent's pid, its session and its token (see the module's rules)."""
+
+    def __init__(self, name: str, subreaper: bool) -> None:
+        super().__init__(name)
+        self.subreaper = subreaper
+        self.method = "subreaper" if subreaper else "descent"
+        self._seen: set[tuple[int, float]] = set()
+        """(pid, start time) of every process once seen as the agent's: its orphans stay ours."""
 
     def pids(self) -> list[int]:
-        found = []
-        for proc in psutil.Process().children(recursive=True):
+        # As a subreaper, every orphan of the agent is re-parented under us: our descendants are
+        # enough. Without it, orphans go to init, so every process must be looked at.
+        candidates = psutil.Process().children(recursive=True) if self.subreaper else psutil.process_iter()
+        ours = {pid for pid, _ in self._seen}
+        if self.root_pid is not None:
+            ours.add(self.root_pid)
+        found: list[int] = []
+        for proc in candidates:
             try:
-                if proc.environ().get(TOKEN_ENV) == self.token:
+                if self._belongs(proc, ours):
                     found.append(proc.pid)
+                    self._seen.add((proc.pid, proc.create_time()))
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
         return found
+
+    def _belongs(self, proc: psutil.Process, ours: set[int]) -> bool:
+        if proc.pid == os.getpid():
+            return False
+        if (proc.pid, proc.create_time()) in self._seen:
+            return True
+        if self.root_pid is not None:
+            try:
+                if os.getsid(proc.pid) == self.root_pid:
+                    return True
+            except OSError:
+                pass
+        if any(parent.pid in ours for parent in proc.parents()):
+            return True
+        try:
+            return proc.environ().get(TOKEN_ENV) == self.token
+        except (psutil.AccessDenied, psutil.ZombieProcess):
+            return False
+
 
 
 class TrackerFactory:
     """Picks the best way this machine allows, once per run, and makes one tracker per process."""
 
     def __init__(self, run_id: str, prefer: str | None = None) -> None:
+        """prefer: None (the best this machine allows), "cgroup" (or TrackingError) or "subreaper"."""
         self.run_id = run_id
         self.base: Path | None = None
         self.version = 0
-        self.method = "subreaper"
+        self.subreaper = False
         if prefer != "subreaper":
             for version, base in _cgroup_candidates():
                 run_dir = base / "acp-journeys" / run_id
@@ -147,11 +192,20 @@ class TrackerFactory:
                     probe.rmdir()
                 except OSError:
                     continue
-                self.base, self.version, self.method = run_dir, version, f"cgroup-v{version}"
+                self.base, self.version = run_dir, version
                 break
+            if self.base is None and prefer == "cgroup":
+                raise TrackingError("--tracking cgroup: no cgroup (v2, or v1 pids) can be made here")
         if self.base is None:
-            become_subreaper()
+            # Never claim a subreaper that failed to set up: the method then says "descent".
+            self.subreaper = become_subreaper()
         self._count = 0
+
+    @property
+    def method(self) -> str:
+        if self.base is not None:
+            return f"cgroup-v{self.version}"
+        return "subreaper" if self.subreaper else "descent"
 
     def make(self, name: str) -> Tracker:
         self._count += 1
@@ -159,7 +213,7 @@ class TrackerFactory:
             path = self.base / f"{name}-{self._count}"
             path.mkdir(exist_ok=True)
             return CgroupTracker(name, path, self.version)
-        return SubreaperTracker(name)
+        return DescentTracker(name, self.subreaper)
 
     def close(self) -> None:
         if self.base is None:

@@ -62,6 +62,26 @@ thing and nothing else):
                            processes share (started by the first, never stopped) and exits when
                            the daemon does not answer before a request; a daemon like this is a
                            leftover, and journeys that share a TMPDIR would share (and lose) it
+  cancel-flag-only         session/cancel only sets a flag: a running command runs on, and the
+                           turn answers `cancelled` when it ends (a command not yet started never starts)
+  no-permission            runs shell commands with tool calls but no permission request
+  pwd-first                the shell-command turn first runs `pwd` as a tool call of its own
+  refuse-command           the shell-command turn refuses the command (tool call `failed`, end_turn)
+  sleep-in-process         the shell-command turn reports the tool call in_progress but waits in
+                           the agent's own process (no command process); a cancel ends the wait
+  other-stop-reason        every answered turn ends with `max_tokens` instead of `end_turn`
+  mcp-tool-names           a permission request before each MCP tool call, named as
+                           `mcp__SERVER__TOOL` in ToolCall.name (a title that does not name it), and a
+                           `search` tool call before the Plan turn's command (passes all journeys)
+  descriptive-titles       shell tool calls titled `bash -lc '<command>' (Run shell command)`, with no
+                           rawInput (passes all journeys)
+  create-plan-twice        calls create_plan twice (same arguments), then get_plan with the first ID
+                           and replies with it (passes all journeys)
+  marker-after-4mb         the REPLY turn's one chunk is 4 MB of filler and then the token (passes)
+  plan-late-write          a turn in Plan mode writes notes.md into the session cwd 0.2 s after its answer
+  helper-holds-stderr      session/new starts a helper (a whitelisted environment, the agent's stderr)
+                           that runs 60 s and is never stopped
+  helper-lingers           the same helper, ending 6 s after the agent's exit
 """
 
 from __future__ import annotations
@@ -74,6 +94,7 @@ import json
 import os
 import queue
 import re
+import shlex
 import signal
 import socket
 import struct
@@ -101,7 +122,9 @@ DEFECTS = frozenset(
     leave-sleep no-modes config-option-mode set-mode-error ignore-mcp wrong-plan-title
     skip-get-plan no-plan-id-reply plan-writes-file no-touch crash-mid-turn no-initialize-answer hostile-text
     garbage-stdout stderr-flood huge-chunk oversized-line hang-turn asks-client-fs
-    reply-after-answer memory-hog fork-bomb shared-daemon""".split()
+    reply-after-answer memory-hog fork-bomb shared-daemon cancel-flag-only no-permission pwd-first
+    refuse-command sleep-in-process other-stop-reason mcp-tool-names descriptive-titles
+    create-plan-twice marker-after-4mb plan-late-write helper-holds-stderr helper-lingers""".split()
 )
 
 # JSON-RPC error codes (the ErrorCode values of the ACP schema).
@@ -590,6 +613,7 @@ class Agent:
         self.groups = ProcessGroups()
         self.prompts_seen = 0
         self.latency = 0.0
+        self.late_writes: list[threading.Timer] = []
         self._stopping = threading.Lock()
         self.handlers = {
             "initialize": self.initialize,
@@ -693,6 +717,8 @@ class Agent:
         self.sessions[session.id] = session
         if self.broken("leave-daemon"):
             start_daemon()
+        if self.broken("helper-holds-stderr") or self.broken("helper-lingers"):
+            start_helper(linger=self.broken("helper-lingers"))
         self.start_mcp_servers(session, params.get("mcpServers") or [])
         session.save()
         self.wire.respond(request_id, {"sessionId": session.id, **self.mode_state(session)})
@@ -818,6 +844,8 @@ class Agent:
             reply = self.respond_to(turn, text, images)
             if turn.cancelled.is_set() and not self.broken("cancel-end-turn"):
                 session.save()
+                if self.broken("cancel-flag-only"):
+                    turn.answer("cancelled")  # only now that its command has ended
                 return  # cancel() answers this turn
             session.history.append({"role": "agent", "text": reply})
             session.save()  # before the answer: the client may restart us right after it
@@ -833,7 +861,12 @@ class Agent:
                     "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": reply}}})
                 return
             self.say(turn, reply)
-            turn.answer("end_turn")
+            turn.answer("max_tokens" if self.broken("other-stop-reason") else "end_turn")
+            if self.broken("plan-late-write") and session.mode == "plan":
+                # Still in Plan mode; the exit waits for it, so the write always happens.
+                writer = threading.Timer(0.2, Path(session.cwd, "notes.md").write_text, ("# Notes\n",))
+                self.late_writes.append(writer)
+                writer.start()
         except Exception as exc:
             log(traceback.format_exc())
             turn.fail(f"{type(exc).__name__}: {exc}")
@@ -864,8 +897,10 @@ class Agent:
             return self.hostile_reply(match.group("token"))
         if self.broken("wrong-reply"):
             return "something else"
-        if self.broken("huge-chunk"):
+        if self.broken("huge-chunk") or self.broken("marker-after-4mb"):
             filler = " lorem ipsum" * (4 * 1024 * 1024 // len(" lorem ipsum") + 1)
+            if self.broken("marker-after-4mb"):
+                return filler + " " + match.group("token")
             return match.group("token") + filler
         return match.group("token")
 
@@ -886,6 +921,12 @@ class Agent:
         return " ".join(parts)
 
     def do_plan(self, turn: Turn, match, images) -> str:
+        if self.broken("mcp-tool-names"):
+            call = self.new_tool_call(turn, "Find the input file", "search", {"pattern": "*.txt"}, "pending")
+            if not self.allowed(turn, call):
+                self.finish_tool_call(turn, call, "failed", "Permission refused.")
+                return "I could not look for the file."
+            self.finish_tool_call(turn, call, "completed", match.group("command"))
         ok, output = self.run_shell(turn, match.group("command"))
         if not ok:
             return "I could not run the command."
@@ -897,6 +938,8 @@ class Agent:
             return f"The {match.group('server')} tool server is not available."
         title = "My plan" if self.broken("wrong-plan-title") else match.group("title")
         created = self.call_tool(turn, server, "create_plan", {"title": title, "description": output})
+        if self.broken("create-plan-twice"):  # a model that retries: the first plan stays the one
+            self.call_tool(turn, server, "create_plan", {"title": title, "description": output})
         plan_id = find_plan_id(created) if created else None
         if plan_id is None:
             return "create_plan gave no plan ID."
@@ -913,6 +956,19 @@ class Agent:
         return f"Created the file {match.group('path')}."
 
     def do_shell(self, turn: Turn, match, images) -> str:
+        if self.broken("pwd-first"):
+            self.run_shell(turn, "pwd")
+        if self.broken("refuse-command"):
+            call = self.new_tool_call(turn, match.group("command"), "execute",
+                                      {"command": match.group("command")}, "pending")
+            self.finish_tool_call(turn, call, "failed", "I do not run commands that only wait.")
+            return "I did not run the command: it only waits."
+        if self.broken("sleep-in-process"):
+            call = self.new_tool_call(turn, match.group("command"), "execute",
+                                      {"command": match.group("command")}, "in_progress")
+            turn.cancelled.wait(130)  # "runs" it without any process; a cancel ends the wait
+            self.finish_tool_call(turn, call, "failed" if turn.cancelled.is_set() else "completed", "")
+            return "The command finished."
         ok, output = self.run_shell(turn, match.group("command"))
         if not ok:
             return f"The command did not run to its end. {output}".strip()
@@ -923,6 +979,9 @@ class Agent:
     def new_tool_call(self, turn: Turn, title: str, kind: str, raw_input: dict, status: str) -> dict:
         call = {"toolCallId": f"call-{next(self.tool_call_ids)}", "title": title, "kind": kind,
                 "status": status, "rawInput": raw_input}
+        if kind == "execute" and self.broken("descriptive-titles"):
+            call["title"] = f"bash -lc {shlex.quote(raw_input.get('command', title))} (Run shell command)"
+            del call["rawInput"]
         turn.update({"sessionUpdate": "tool_call", **call})
         return call
 
@@ -958,7 +1017,7 @@ class Agent:
             code, output = self.execute(turn, command)
             return code == 0, output
         call = self.new_tool_call(turn, command, "execute", {"command": command}, "pending")
-        if not self.allowed(turn, call):
+        if not self.broken("no-permission") and not self.allowed(turn, call):
             self.finish_tool_call(turn, call, "failed", "Permission refused.")
             return False, "Permission refused."
         turn.update({"sessionUpdate": "tool_call_update", "toolCallId": call["toolCallId"],
@@ -996,7 +1055,15 @@ class Agent:
 
     def call_tool(self, turn: Turn, server: McpClient, tool: str, arguments: dict) -> dict | None:
         """An MCP tool call, shown to the client as a tool call of kind `other`."""
-        call = self.new_tool_call(turn, tool, "other", arguments, "in_progress")
+        if self.broken("mcp-tool-names"):
+            title = "Save the plan" if tool == "create_plan" else "Read the plan back"
+            call = self.new_tool_call(turn, title, "other", arguments, "pending")
+            request = {**call, "name": f"mcp__{server.name}__{tool}"}
+            if not self.allowed(turn, request):
+                self.finish_tool_call(turn, call, "failed", "Permission refused.")
+                return None
+        else:
+            call = self.new_tool_call(turn, tool, "other", arguments, "in_progress")
         result = server.call(tool, arguments, turn.cancelled)
         ok = result is not None and not result.get("isError")
         texts = text_contents(result or {})
@@ -1013,6 +1080,8 @@ class Agent:
         if turn is None or self.broken("ignore-cancel"):
             return
         turn.cancelled.set()  # also makes a pending permission request moot
+        if self.broken("cancel-flag-only"):
+            return  # no kill and no answer here: the turn answers once its command ends
         if self.broken("leave-sleep"):
             self.groups.forget(turn)
         else:
@@ -1030,6 +1099,8 @@ class Agent:
         """Stop every command and MCP server of ours, then exit."""
         if not self._stopping.acquire(blocking=False):
             return
+        for writer in self.late_writes:
+            writer.join(5)
         for session in list(self.sessions.values()):
             if session.turn is not None:
                 session.turn.cancelled.set()
@@ -1112,6 +1183,15 @@ def serve_daemon(path: str, idle_s: float = 600.0) -> None:
                         conn.sendall(b"pong\n")
                 except OSError:
                     pass
+
+
+def start_helper(linger: bool) -> None:
+    """For helper-holds-stderr / helper-lingers: a helper as MCP SDKs start stdio servers, with a
+    whitelisted environment and our stderr, that we never stop. Lingering, it ends 6 s after we do."""
+    code = ("import os, time\nparent = os.getppid()\nwhile os.getppid() == parent:\n    time.sleep(0.05)\n"
+            "time.sleep(6)\n") if linger else "import time\ntime.sleep(60)\n"
+    subprocess.Popen([sys.executable, "-c", code], env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
 
 
 def flood_stderr(megabytes: int = 30) -> None:

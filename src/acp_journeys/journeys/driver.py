@@ -31,9 +31,10 @@ from acp_journeys.evidence import (
     TurnEvidence,
 )
 from acp_journeys.launch.base import AgentProcess, LaunchError, Sandbox
-from acp_journeys.protocol import jsonrpc
+from acp_journeys.protocol import framing, jsonrpc
 
-REPLY_TEXT_LIMIT = 1 << 20
+REPLY_TEXT_LIMIT = framing.DEFAULT_MAX_LINE
+"""A reply up to the frame bound is kept whole: the judge reads all of it, and so does verify."""
 MAX_AGENT_JSON_DEPTH = 32
 """Agent JSON kept in the evidence nests at most this deep (result.json's own bound is larger)."""
 THOUGHT_TEXT_LIMIT = 64 << 10
@@ -125,6 +126,8 @@ class AgentSession:
         self.turn: TurnEvidence | None = None
         self.last_turn: TurnEvidence | None = None
         self.request: RequestEvidence | None = None
+        self._reply_parts: list[str] = []  # joined into the turn's reply_text when it ends
+        self._reply_size = 0
         self.on_update: Callable[[str, dict[str, Any]], None] | None = None
         self.on_permission: Callable[[PermissionEvidence], None] | None = None
         self.exited: asyncio.Event = asyncio.Event()
@@ -190,19 +193,28 @@ class AgentSession:
                     await asyncio.wait_for(self.exited.wait(), 10)
                 except asyncio.TimeoutError:
                     pass
-        await self.conn.stop()
+        # The pipes may outlive the process (a helper holding its stderr): read them to their
+        # end meanwhile, but time the leftover scan from the process's end, not theirs.
+        stopping = asyncio.create_task(self.conn.stop())
         if self._watch is not None and not self._watch.done():
             self._watch.cancel()
-        self.evidence.stderr_tail = self.conn.stderr_text()
-        self.evidence.stderr_bytes = self.conn.stderr_bytes
         # A short grace: a stdio tool server that sees end of file as its agent exits is not a
         # leftover if it is gone a moment later.
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.ctx.bounds.grace_s
-        while loop.time() < deadline and await self.ctx.sandbox.agent_processes():
+        remaining = True
+        while remaining:
+            remaining = bool(await self.ctx.sandbox.agent_processes())
+            if not remaining or loop.time() >= deadline:
+                break
             await asyncio.sleep(0.1)
+        if not remaining:
+            await stopping  # nothing is left to hold the pipes: the last bytes come at once
         leftovers = await self.ctx.sandbox.collect_leftovers()
         self.evidence.leftovers = [Leftover(pid=p.pid, command=p.command, argv=list(p.cmdline)) for p in leftovers]
+        await stopping
+        self.evidence.stderr_tail = self.conn.stderr_text()
+        self.evidence.stderr_bytes = self.conn.stderr_bytes
 
     # --- requests ----------------------------------------------------------------------------
 
@@ -292,6 +304,7 @@ class AgentSession:
                             sent_at=self.ctx.clock.now())
         self.ctx.evidence.turns.append(turn)
         self.turn = turn
+        self._reply_parts, self._reply_size = [], 0
         self.ctx.current_turn = turn
         return turn
 
@@ -299,7 +312,12 @@ class AgentSession:
         assert self.conn is not None and self.session_id is not None
         return await self.conn.request("session/prompt", {"sessionId": self.session_id, "prompt": blocks}, timeout)
 
+    def _keep_reply(self, turn: TurnEvidence) -> None:
+        if self._reply_parts:
+            turn.reply_text = "".join(self._reply_parts)[:REPLY_TEXT_LIMIT]
+
     def end_turn(self, turn: TurnEvidence, answer: Answer) -> None:
+        self._keep_reply(turn)
         turn.answered_at = answer.answered_at if answer.raw is not None else None
         if answer.raw is not None and answer.error is None:
             result = answer.result if isinstance(answer.result, dict) else {}
@@ -323,6 +341,7 @@ class AgentSession:
 
     def _response(self, method: str, answer: Answer) -> None:
         if method == "session/prompt" and self.turn is not None:
+            self._keep_reply(self.turn)
             self.turn.answered_at = answer.answered_at
             self.last_turn, self.turn = self.turn, None
             self.ctx.current_turn = None
@@ -347,8 +366,9 @@ class AgentSession:
         text = content.get("text") if isinstance(content, dict) and content.get("type") == "text" else None
         if kind == "agent_message_chunk" and isinstance(text, str):
             turn.reply_length += len(text)
-            if len(turn.reply_text) < REPLY_TEXT_LIMIT:
-                turn.reply_text = (turn.reply_text + text)[:REPLY_TEXT_LIMIT]
+            if self._reply_size < REPLY_TEXT_LIMIT:  # parts, not a growing string: no quadratic copy
+                self._reply_parts.append(text)
+                self._reply_size += len(text)
         elif kind == "agent_thought_chunk" and isinstance(text, str):
             if len(turn.thought_text) < THOUGHT_TEXT_LIMIT:
                 turn.thought_text = (turn.thought_text + text)[:THOUGHT_TEXT_LIMIT]

@@ -1,9 +1,14 @@
 """#step-7 Stop a running turn: ask for `sleep 120`, cancel once it runs, time the stop.
 
-"It runs" is the first of: a tool_call/tool_call_update about it that is under way (not
-`pending`), a permission request for it
-(allowed, then cancelled), or a `sleep 120` process among the agent's processes. If none shows up
-within the turn's bound, it cancels then (and the judge says so); it never waits out the sleep.
+Rondar: "When your agent runs the command, it sends `session/cancel`." So the trigger is the
+`sleep 120` process among the agent's processes. Only when the agent reports a tool call about
+the sleep as under way (`in_progress`) and no such process shows up within `FALLBACK_S` does it
+cancel on that report (trigger `tool_call`: the judge warns that the process was not seen). A
+permission request is never a trigger (it is answered, and the wait goes on), nor is a `pending`,
+`failed` or `completed` tool call: none of them is a running command. A turn that ends before
+the command ever runs is recorded without a cancel (the judge: `sleep-never-started`). If
+nothing runs within the turn's bound, it cancels then (trigger `bound`); it never waits out the
+sleep.
 """
 
 from __future__ import annotations
@@ -18,13 +23,13 @@ from acp_journeys.evidence import Leftover
 from acp_journeys.journeys.common import open_session, text
 from acp_journeys.journeys.driver import JourneyContext
 
-POLL_S = 0.25
-RUNNING = ("in_progress", "completed", "failed")
+POLL_S = 0.1
+FALLBACK_S = 3.0
+"""How long an `in_progress` report about the sleep waits for its process before it is the trigger."""
 
 
 def about_sleep(tool_call: dict[str, Any]) -> bool:
-    if tool_call.get("kind") == "execute":
-        return True
+    """A tool call of the command this journey asked for (a `pwd` before it is not)."""
     try:
         return "sleep" in json.dumps(tool_call)
     except (TypeError, ValueError):
@@ -44,7 +49,9 @@ async def run(ctx: JourneyContext) -> None:
         return
     blocks = text(prompts.run_sleep())
     turn = agent.begin_turn("sleep", blocks, "default")
+    loop = asyncio.get_running_loop()
     running = asyncio.Event()
+    reported: dict[str, float] = {}  # tool call id -> when it was reported in_progress
 
     def seen(trigger: str) -> None:
         if not running.is_set():
@@ -52,22 +59,33 @@ async def run(ctx: JourneyContext) -> None:
             turn.command_seen_at = ctx.clock.now()
             running.set()
 
-    # A `pending` tool call is not running yet (it may wait for permission): cancelling then
-    # would test nothing of the kill path, so only a call under way counts.
-    agent.on_update = lambda kind, update: seen("tool_call") if (
-        kind in ("tool_call", "tool_call_update") and update.get("status") in RUNNING
-        and about_sleep(update)) else None
-    agent.on_permission = lambda record: seen("permission") if about_sleep(record.tool_call) else None
+    def on_update(kind: str, update: dict[str, Any]) -> None:
+        if kind not in ("tool_call", "tool_call_update"):
+            return
+        call_id = str(update.get("toolCallId"))
+        status = update.get("status")
+        if status == "in_progress" and (about_sleep(update) or call_id in about):
+            reported.setdefault(call_id, loop.time())
+        elif status in ("completed", "failed"):
+            reported.pop(call_id, None)  # it ended: no longer a running command
+        if about_sleep(update):
+            about.add(call_id)  # a later update of this call may carry only its status
 
-    async def watch_processes() -> None:
+    about: set[str] = set()
+    agent.on_update = on_update
+
+    async def watch() -> None:
         while not running.is_set():
             if any(is_sleep(p.command) for p in await ctx.sandbox.agent_processes()):
                 seen("process")
-            await asyncio.sleep(POLL_S)
+            elif reported and loop.time() - min(reported.values()) >= FALLBACK_S:
+                seen("tool_call")
+            else:
+                await asyncio.sleep(POLL_S)
 
     bounds = ctx.bounds
     answer_task = asyncio.create_task(agent.send_prompt(blocks, bounds.turn() + bounds.cancel_s + bounds.grace_s))
-    watcher = asyncio.create_task(watch_processes())
+    watcher = asyncio.create_task(watch())
     started = asyncio.create_task(running.wait())
     try:
         await asyncio.wait({answer_task, started}, timeout=bounds.turn(), return_when=asyncio.FIRST_COMPLETED)
@@ -75,7 +93,7 @@ async def run(ctx: JourneyContext) -> None:
         watcher.cancel()
         started.cancel()
     if answer_task.done() and not running.is_set():
-        agent.end_turn(turn, answer_task.result())  # the turn ended before anything ran
+        agent.end_turn(turn, answer_task.result())  # the turn ended before the command ran
         return
     if not running.is_set():
         turn.cancel_trigger = "bound"

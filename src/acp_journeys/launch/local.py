@@ -29,7 +29,7 @@ from pathlib import Path
 
 from acp_journeys import prompts
 from acp_journeys.launch.base import AgentProcess, Launcher, LaunchError, ProcInfo, Sandbox
-from acp_journeys.tracking import _OWN_CHILDREN, Tracker, TrackerFactory
+from acp_journeys.tracking import _OWN_CHILDREN, Tracker, TrackerFactory, TrackingError
 
 LOCK_WAIT_S = 600.0
 
@@ -46,6 +46,7 @@ class LocalAgentProcess(AgentProcess):
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self.proc = proc
         self.pid = proc.pid
+        self._ended = _process_end(proc)
 
     async def write(self, data: bytes) -> None:
         assert self.proc.stdin is not None
@@ -71,10 +72,15 @@ class LocalAgentProcess(AgentProcess):
         return await self.proc.stderr.read(n)
 
     async def wait(self, timeout: float) -> int | None:
-        try:
-            return await asyncio.wait_for(asyncio.shield(self.proc.wait()), timeout)
-        except asyncio.TimeoutError:
-            return None
+        # The end of the process itself (its pidfd), never of its pipes: a helper that holds the
+        # agent's stderr (as MCP SDKs leave their stdio servers) must not make an agent that
+        # ended at once look late.
+        if self.proc.returncode is None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._ended), timeout)
+            except asyncio.TimeoutError:
+                return None
+        return self.proc.returncode
 
     async def kill(self) -> None:
         if self.proc.returncode is not None:
@@ -86,6 +92,44 @@ class LocalAgentProcess(AgentProcess):
                 return
             if await self.wait(grace) is not None:
                 return
+
+
+def _process_end(proc: asyncio.subprocess.Process) -> asyncio.Future[None]:
+    """Done once `proc` has ended and asyncio's child watcher has its exit code."""
+    loop = asyncio.get_running_loop()
+    ended: asyncio.Future[None] = loop.create_future()
+
+    async def code_known() -> None:
+        # After the pidfd fires, the watcher reaps the process at once; poll its code briefly.
+        delay = 0.002
+        while proc.returncode is None:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        if not ended.done():
+            ended.set_result(None)
+
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # no pidfd here (or already reaped): poll the code alone
+        _keep(loop.create_task(code_known()))
+        return ended
+
+    def readable() -> None:
+        loop.remove_reader(fd)
+        os.close(fd)
+        _keep(loop.create_task(code_known()))
+
+    loop.add_reader(fd, readable)
+    return ended
+
+
+_WATCHES: set[asyncio.Task[None]] = set()
+
+
+def _keep(task: asyncio.Task[None]) -> None:
+    """Hold a reference to a task nobody awaits, so that it is not collected mid-way."""
+    _WATCHES.add(task)
+    task.add_done_callback(_WATCHES.discard)
 
 
 class LocalSandbox(Sandbox):
@@ -158,6 +202,7 @@ class LocalSandbox(Sandbox):
         except (OSError, ValueError) as exc:
             raise LaunchError(f"cannot start {argv[0]!r}: {exc}") from exc
         _OWN_CHILDREN.add(proc.pid)
+        tracker.root_pid = proc.pid
         self._agent_pid = proc.pid
         return LocalAgentProcess(proc)
 
@@ -253,10 +298,17 @@ class LocalLauncher(Launcher):
         self.inherit_env = inherit_env
         # Unix socket paths must stay short (about 100 bytes): a short folder under /tmp.
         self.socket_dir = tempfile.mkdtemp(prefix="acpj-", dir="/tmp")
-        self.trackers = TrackerFactory(run_id, prefer=tracking)
+        self._tracking_error: str | None = None
+        try:
+            self.trackers = TrackerFactory(run_id, prefer=tracking)
+        except TrackingError as exc:  # said by check(), before any journey: exit 2
+            self._tracking_error = str(exc)
+            self.trackers = TrackerFactory(run_id, prefer="subreaper")
         self._sandboxes: list[LocalSandbox] = []
 
     async def check(self, argv: list[str]) -> None:
+        if self._tracking_error:
+            raise LaunchError(self._tracking_error)
         if not argv:
             raise LaunchError("no agent command: give it after --")
         program = argv[0]
