@@ -6,6 +6,9 @@ stub, cut down (system prompt and tool list shortened, paths of the machine repl
 request, the turn of stop-running-turn (its `messages` end with a `system` environment entry),
 and a prompt-suggestion request. The other agents' shapes are written here from what they send:
 Hermes' image description, tools in Markdown, a Python cell as the only tool.
+
+prime-agent-image.json is the second request of prime-agent 0.8.0 (built from its source) in
+image-and-file, cut down the same way: its `ipython` tool, the image, the cell's output.
 """
 
 from __future__ import annotations
@@ -180,6 +183,24 @@ def test_a_python_cell_as_the_only_tool() -> None:
     silent = Conversation((Message("user", (prompts.plan_turn("/w/p.txt", "T"),)),), (IPYTHON,))
     silent = cell(silent, "c1", "!cat /w/p.txt", "INPUT-ABCD1234\n")
     assert decide(silent).text == "I cannot save the plan: no create_plan tool."
+
+
+def test_prime_agent_recording_reads_the_file_in_its_cell_and_sees_the_image(stub: ModelStub) -> None:
+    """What prime-agent 0.8.0 (built from its source, run by hand) sent in image-and-file: its
+    only tool is `ipython`, the image comes as an `image_url` data URL, and with no MCP server
+    its system prompt says nothing of `mcp.call_tool`. The stub reads the file with `!cat` in the
+    cell, then answers with the word from the cell's output and the colour of the image."""
+    body = recording("prime-agent-image.json")
+    assert [t["function"]["name"] for t in body["tools"]] == ["ipython"]
+    status, answer = post(stub, "/v1/chat/completions", {**body, "messages": body["messages"][:2]})
+    assert status == 200, answer
+    [call] = answer["choices"][0]["message"]["tool_calls"]
+    assert call["function"]["name"] == "ipython"
+    assert json.loads(call["function"]["arguments"]) == {"code": f"!cat {prompts.NOTE_PATH}"}
+    status, answer = post(stub, "/v1/chat/completions", body)
+    assert status == 200 and answer["choices"][0]["message"]["content"] == "FILE-K7Q2M9XD red", answer
+    records = stub.records.snapshot(tag="t1")
+    assert [(r.intent, r.side_request, r.image_decoded) for r in records] == [("read_and_look", None, True)] * 2
 
 
 def test_records_keep_roles_and_a_clipped_masked_text(stub: ModelStub) -> None:
