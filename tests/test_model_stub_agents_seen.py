@@ -7,8 +7,8 @@ request, the turn of stop-running-turn (its `messages` end with a `system` envir
 and a prompt-suggestion request. The other agents' shapes are written here from what they send:
 Hermes' image description, tools in Markdown, a Python cell as the only tool.
 
-prime-agent-image.json is the second request of prime-agent 0.8.0 (built from its source) in
-image-and-file, cut down the same way: its `ipython` tool, the image, the cell's output.
+prime-agent-image.json and prime-agent-plan.json are the last requests of prime-agent 0.8.0 (built
+from its source) in image-and-file and in a Plan prompt, cut down the same way.
 """
 
 from __future__ import annotations
@@ -201,6 +201,32 @@ def test_prime_agent_recording_reads_the_file_in_its_cell_and_sees_the_image(stu
     assert status == 200 and answer["choices"][0]["message"]["content"] == "FILE-K7Q2M9XD red", answer
     records = stub.records.snapshot(tag="t1")
     assert [(r.intent, r.side_request, r.image_decoded) for r in records] == [("read_and_look", None, True)] * 2
+
+
+def test_prime_agent_recording_saves_the_plan_with_mcp_calls_from_its_cell(stub: ModelStub) -> None:
+    """What prime-agent 0.8.0 sent in a Plan prompt with a `rondar` MCP server (run by hand: its
+    journeys stop before the prompt, it has no Plan mode). Its system prompt says that MCP tools
+    are reached with `await mcp.call_tool(...)` in the cell; `!cat` output ends in CRLF (the
+    kernel's pty), MCP results come back as printed JSON. Each step, answered from the recording
+    cut where the agent sent it, is what prime-agent then ran, and the reply is the plan ID."""
+    body = recording("prime-agent-plan.json")
+    messages = body["messages"]
+    assert [m["role"] for m in messages] == ["system", "user"] + ["assistant", "tool"] * 3
+
+    def next_step(count: int) -> dict[str, Any]:
+        status, answer = post(stub, "/v1/chat/completions", {**body, "messages": messages[:count]})
+        assert status == 200, answer
+        return answer["choices"][0]["message"]
+
+    for count in (2, 4, 6):
+        [call] = next_step(count)["tool_calls"]
+        [sent] = messages[count]["tool_calls"]
+        assert call["function"]["name"] == "ipython"
+        assert json.loads(call["function"]["arguments"]) == json.loads(sent["function"]["arguments"])
+    assert json.loads(messages[4]["tool_calls"][0]["function"]["arguments"])["code"] == (
+        'print(await mcp.call_tool("rondar", "create_plan", '
+        '{"title": "Journey plan", "description": "INPUT-PQ4R7S2T"}))')
+    assert next_step(8)["content"] == "PLAN-00000001"
 
 
 def test_records_keep_roles_and_a_clipped_masked_text(stub: ModelStub) -> None:
