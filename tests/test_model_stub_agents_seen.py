@@ -6,6 +6,9 @@ stub, cut down (system prompt and tool list shortened, paths of the machine repl
 request, the turn of stop-running-turn (its `messages` end with a `system` environment entry),
 and a prompt-suggestion request. The other agents' shapes are written here from what they send:
 Hermes' image description, tools in Markdown, a Python cell as the only tool.
+
+prime-agent-image.json and prime-agent-plan.json are the last requests of prime-agent 0.8.0 (built
+from its source) in image-and-file and in a Plan prompt, cut down the same way.
 """
 
 from __future__ import annotations
@@ -180,6 +183,50 @@ def test_a_python_cell_as_the_only_tool() -> None:
     silent = Conversation((Message("user", (prompts.plan_turn("/w/p.txt", "T"),)),), (IPYTHON,))
     silent = cell(silent, "c1", "!cat /w/p.txt", "INPUT-ABCD1234\n")
     assert decide(silent).text == "I cannot save the plan: no create_plan tool."
+
+
+def test_prime_agent_recording_reads_the_file_in_its_cell_and_sees_the_image(stub: ModelStub) -> None:
+    """What prime-agent 0.8.0 (built from its source, run by hand) sent in image-and-file: its
+    only tool is `ipython`, the image comes as an `image_url` data URL, and with no MCP server
+    its system prompt says nothing of `mcp.call_tool`. The stub reads the file with `!cat` in the
+    cell, then answers with the word from the cell's output and the colour of the image."""
+    body = recording("prime-agent-image.json")
+    assert [t["function"]["name"] for t in body["tools"]] == ["ipython"]
+    status, answer = post(stub, "/v1/chat/completions", {**body, "messages": body["messages"][:2]})
+    assert status == 200, answer
+    [call] = answer["choices"][0]["message"]["tool_calls"]
+    assert call["function"]["name"] == "ipython"
+    assert json.loads(call["function"]["arguments"]) == {"code": f"!cat {prompts.NOTE_PATH}"}
+    status, answer = post(stub, "/v1/chat/completions", body)
+    assert status == 200 and answer["choices"][0]["message"]["content"] == "FILE-K7Q2M9XD red", answer
+    records = stub.records.snapshot(tag="t1")
+    assert [(r.intent, r.side_request, r.image_decoded) for r in records] == [("read_and_look", None, True)] * 2
+
+
+def test_prime_agent_recording_saves_the_plan_with_mcp_calls_from_its_cell(stub: ModelStub) -> None:
+    """What prime-agent 0.8.0 sent in a Plan prompt with a `rondar` MCP server (run by hand: its
+    journeys stop before the prompt, it has no Plan mode). Its system prompt says that MCP tools
+    are reached with `await mcp.call_tool(...)` in the cell; `!cat` output ends in CRLF (the
+    kernel's pty), MCP results come back as printed JSON. Each step, answered from the recording
+    cut where the agent sent it, is what prime-agent then ran, and the reply is the plan ID."""
+    body = recording("prime-agent-plan.json")
+    messages = body["messages"]
+    assert [m["role"] for m in messages] == ["system", "user"] + ["assistant", "tool"] * 3
+
+    def next_step(count: int) -> dict[str, Any]:
+        status, answer = post(stub, "/v1/chat/completions", {**body, "messages": messages[:count]})
+        assert status == 200, answer
+        return answer["choices"][0]["message"]
+
+    for count in (2, 4, 6):
+        [call] = next_step(count)["tool_calls"]
+        [sent] = messages[count]["tool_calls"]
+        assert call["function"]["name"] == "ipython"
+        assert json.loads(call["function"]["arguments"]) == json.loads(sent["function"]["arguments"])
+    assert json.loads(messages[4]["tool_calls"][0]["function"]["arguments"])["code"] == (
+        'print(await mcp.call_tool("rondar", "create_plan", '
+        '{"title": "Journey plan", "description": "INPUT-PQ4R7S2T"}))')
+    assert next_step(8)["content"] == "PLAN-00000001"
 
 
 def test_records_keep_roles_and_a_clipped_masked_text(stub: ModelStub) -> None:
