@@ -4,8 +4,9 @@ model for the agents people use").
 tests/data/model-requests/ holds requests that Claude Code (through claude-agent-acp) sent to the
 stub, cut down (system prompt and tool list shortened, paths of the machine replaced): a title
 request, the turn of stop-running-turn (its `messages` end with a `system` environment entry),
-and a prompt-suggestion request. The other agents' shapes are written here from what they send:
-Hermes' image description, tools in Markdown, a Python cell as the only tool.
+and a prompt-suggestion request; and the same turn as gptme 0.35.1 sends it (tools in Markdown),
+cut down the same way. The other agents' shapes are written here from what they send: Hermes'
+image description, tools in Markdown, a Python cell as the only tool.
 """
 
 from __future__ import annotations
@@ -143,6 +144,22 @@ def test_tools_in_markdown_get_a_fenced_block_and_its_output_is_the_result() -> 
     # With no such block in the system prompt, there is still no tool to run it.
     bare = decide(Conversation((Message("system", ("You are helpful.",)), Message("user", (prompts.run_sleep(),)))))
     assert "no shell tool" in bare.text.lower() or "no shell tool" in bare.why
+
+
+def test_gptme_turn_with_tools_in_markdown_gets_a_shell_block(stub: ModelStub) -> None:
+    """Point 4 through what gptme 0.35.1 sends (its ACP agent uses the Markdown tool format): no
+    `tools`, system entries in list-of-parts form, the shell section of its system prompt with its
+    ```shell examples, an environment system entry before the prompt. The answer is the block,
+    which gptme runs; the request is the turn, not a side request."""
+    body = recording("gptme-sleep.json")
+    assert "tools" not in body and [m["role"] for m in body["messages"]] == ["system", "system", "system", "user"]
+    status, answer = post(stub, "/v1/chat/completions", body)
+    assert status == 200, answer
+    assert answer["choices"][0]["message"]["content"] == "```shell\nsleep 120\n```"
+    assert not answer["choices"][0]["message"].get("tool_calls")
+    [record] = stub.records.snapshot(tag="t1")
+    assert record.side_request is None and record.intent == "shell" and record.tools_offered == []
+    assert [m["role"] for m in record.sent] == ["system", "system", "system", "user"]
 
 
 IPYTHON = ToolSpec("ipython", {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]},
