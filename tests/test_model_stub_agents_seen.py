@@ -4,8 +4,9 @@ model for the agents people use").
 tests/data/model-requests/ holds requests that Claude Code (through claude-agent-acp) sent to the
 stub, cut down (system prompt and tool list shortened, paths of the machine replaced): a title
 request, the turn of stop-running-turn (its `messages` end with a `system` environment entry),
-and a prompt-suggestion request; and the same turn as gptme 0.35.1 sends it (tools in Markdown),
-cut down the same way. The other agents' shapes are written here from what they send: Hermes'
+and a prompt-suggestion request; the same turn as gptme 0.35.1 sends it (tools in Markdown);
+and Hermes 0.19.0's image-and-file requests (a vision side call, then the turn), cut down the
+same way. The other agents' shapes are written here from what they send: Hermes'
 image description, tools in Markdown, a Python cell as the only tool.
 """
 
@@ -122,6 +123,33 @@ def test_hermes_image_description_from_a_vision_side_call(stub: ModelStub) -> No
     assert "describes it" in turn_record.why
     # The image reached the model in the side call: no hint says that it never did.
     assert hints([side_record, turn_record]) == []
+
+
+def test_hermes_recorded_image_turn_gets_the_colour_from_the_description(stub: ModelStub) -> None:
+    """Point 3 through what Hermes 0.19.0 sent in image-and-file: its vision side call (its own
+    "Describe everything visible..." prompt with the journey's PNG, no tools, not streamed), then
+    the turn whose user message starts with the description and has no image (the recording keeps
+    3 of its 25 tools and the start of its system prompt; the description is the stub's answer)."""
+    recorded = json.loads((DATA / "hermes-image.json").read_text())
+    status, answer = post(stub, "/v1/chat/completions", recorded["vision"])
+    assert status == 200 and answer["choices"][0]["message"]["content"] == "The image is mostly red."
+    turn = {**recorded["turn"], "stream": False}
+    assert turn["messages"][1]["content"].startswith("[The user attached an image.")
+    status, answer = post(stub, "/v1/chat/completions", turn)
+    assert status == 200, answer
+    [call] = answer["choices"][0]["message"]["tool_calls"]
+    assert call["function"]["name"] == "read_file"
+    assert json.loads(call["function"]["arguments"])["path"] == prompts.NOTE_PATH
+    after = {**turn, "messages": turn["messages"] + [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call["id"], "content": json.dumps({"content": "1|FILE-ABCD1234\n2|"})}]}
+    status, answer = post(stub, "/v1/chat/completions", after)
+    assert status == 200 and answer["choices"][0]["message"]["content"] == "FILE-ABCD1234 red"
+    side_record, first, last = stub.records.snapshot(tag="t1")
+    assert side_record.side_request and side_record.image_present and not side_record.tools_offered
+    assert first.side_request is None and last.side_request is None and not last.image_present
+    assert "describes it" in last.why
+    assert hints([side_record, first, last]) == []
 
 
 GPTME_SYSTEM = ("You are gptme. You can run commands by writing them in code blocks.\n"
