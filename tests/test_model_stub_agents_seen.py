@@ -4,8 +4,10 @@ model for the agents people use").
 tests/data/model-requests/ holds requests that Claude Code (through claude-agent-acp) sent to the
 stub, cut down (system prompt and tool list shortened, paths of the machine replaced): a title
 request, the turn of stop-running-turn (its `messages` end with a `system` environment entry),
-and a prompt-suggestion request. The other agents' shapes are written here from what they send:
-Hermes' image description, tools in Markdown, a Python cell as the only tool.
+and a prompt-suggestion request; the same turn as gptme 0.35.1 sends it (tools in Markdown);
+and Hermes 0.19.0's image-and-file requests (a vision side call, then the turn), cut down the
+same way. The other agents' shapes are written here from what they send: Hermes'
+image description, tools in Markdown, a Python cell as the only tool.
 
 prime-agent-image.json and prime-agent-plan.json are the last requests of prime-agent 0.8.0 (built
 from its source) in image-and-file and in a Plan prompt, cut down the same way.
@@ -126,6 +128,33 @@ def test_hermes_image_description_from_a_vision_side_call(stub: ModelStub) -> No
     assert hints([side_record, turn_record]) == []
 
 
+def test_hermes_recorded_image_turn_gets_the_colour_from_the_description(stub: ModelStub) -> None:
+    """Point 3 through what Hermes 0.19.0 sent in image-and-file: its vision side call (its own
+    "Describe everything visible..." prompt with the journey's PNG, no tools, not streamed), then
+    the turn whose user message starts with the description and has no image (the recording keeps
+    3 of its 25 tools and the start of its system prompt; the description is the stub's answer)."""
+    recorded = json.loads((DATA / "hermes-image.json").read_text())
+    status, answer = post(stub, "/v1/chat/completions", recorded["vision"])
+    assert status == 200 and answer["choices"][0]["message"]["content"] == "The image is mostly red."
+    turn = {**recorded["turn"], "stream": False}
+    assert turn["messages"][1]["content"].startswith("[The user attached an image.")
+    status, answer = post(stub, "/v1/chat/completions", turn)
+    assert status == 200, answer
+    [call] = answer["choices"][0]["message"]["tool_calls"]
+    assert call["function"]["name"] == "read_file"
+    assert json.loads(call["function"]["arguments"])["path"] == prompts.NOTE_PATH
+    after = {**turn, "messages": turn["messages"] + [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call["id"], "content": json.dumps({"content": "1|FILE-ABCD1234\n2|"})}]}
+    status, answer = post(stub, "/v1/chat/completions", after)
+    assert status == 200 and answer["choices"][0]["message"]["content"] == "FILE-ABCD1234 red"
+    side_record, first, last = stub.records.snapshot(tag="t1")
+    assert side_record.side_request and side_record.image_present and not side_record.tools_offered
+    assert first.side_request is None and last.side_request is None and not last.image_present
+    assert "describes it" in last.why
+    assert hints([side_record, first, last]) == []
+
+
 GPTME_SYSTEM = ("You are gptme. You can run commands by writing them in code blocks.\n"
                 "```shell\nls\n```\nThe output comes back in the next message.\n"
                 "```ipython\nprint(1)\n```")
@@ -146,6 +175,22 @@ def test_tools_in_markdown_get_a_fenced_block_and_its_output_is_the_result() -> 
     # With no such block in the system prompt, there is still no tool to run it.
     bare = decide(Conversation((Message("system", ("You are helpful.",)), Message("user", (prompts.run_sleep(),)))))
     assert "no shell tool" in bare.text.lower() or "no shell tool" in bare.why
+
+
+def test_gptme_turn_with_tools_in_markdown_gets_a_shell_block(stub: ModelStub) -> None:
+    """Point 4 through what gptme 0.35.1 sends (its ACP agent uses the Markdown tool format): no
+    `tools`, system entries in list-of-parts form, the shell section of its system prompt with its
+    ```shell examples, an environment system entry before the prompt. The answer is the block,
+    which gptme runs; the request is the turn, not a side request."""
+    body = recording("gptme-sleep.json")
+    assert "tools" not in body and [m["role"] for m in body["messages"]] == ["system", "system", "system", "user"]
+    status, answer = post(stub, "/v1/chat/completions", body)
+    assert status == 200, answer
+    assert answer["choices"][0]["message"]["content"] == "```shell\nsleep 120\n```"
+    assert not answer["choices"][0]["message"].get("tool_calls")
+    [record] = stub.records.snapshot(tag="t1")
+    assert record.side_request is None and record.intent == "shell" and record.tools_offered == []
+    assert [m["role"] for m in record.sent] == ["system", "system", "system", "user"]
 
 
 IPYTHON = ToolSpec("ipython", {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]},
