@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The shell steps of merge/action.yml (the matrix's one verdict), one subcommand a step:
 #
-#   merge-steps.sh prepare   check the inputs, make the work folder; outputs work, download-path
-#   merge-steps.sh merge     merge every result.json that the download step put in download-path
+#   merge-steps.sh prepare   check the inputs, make the work folder; outputs work, download-path,
+#                            result-path, html-path
+#   merge-steps.sh merge     merge every result.json that the download step put in download-path,
+#                            and write the HTML report of the merged result beside it
 #
 # The runner image, the report and the gate are steps.sh's own steps on the merged result.
 # Rules: those of steps.sh (inputs only through ACPJ_* variables, nothing eval'ed, exit 2 for bad
@@ -28,6 +30,7 @@ step_merge_prepare() {
     set_output work "$work"
     set_output download-path "$work/parts"
     set_output result-path "$work/result.json"
+    set_output html-path "$work/result.html"
     say "work folder $work; the artifacts matching '$ACPJ_PATTERN' go to $work/parts"
 }
 
@@ -55,6 +58,10 @@ step_merge() {
     docker run "${RUNNER_ARGS[@]}" --network none "$ACPJ_RUNNER_IMAGE" \
         merge "$work/result.json" "${parts[@]}" "${EXPECT_ARGS[@]}" \
         || die "the results could not be merged: see the message above"
+    # The page of the merged result, judged again from its evidence like everything we publish.
+    docker run "${RUNNER_ARGS[@]}" --network none "$ACPJ_RUNNER_IMAGE" \
+        report "$work/result.json" --html "$work/result.html" \
+        || warn "the HTML report of the merged result could not be written (see above); result.json is uploaded all the same"
 }
 
 merge_main() {

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from acp_journeys.evidence import RunResult
+from acp_journeys.judge import judge_result
 from acp_journeys.merge import MergeError, merge_results, missing_journeys
 from conftest import reference_agent, run_cli, run_journeys
 from sample_results import all_pass, journey, run
@@ -73,7 +74,7 @@ def test_bad_files_exit_2_with_a_message(tmp_path: Path) -> None:
     (tmp_path / "notjson.json").write_text("{")
     (tmp_path / "other.json").write_text(json.dumps({"schema": "something/else"}))
     for bad, said in [("missing.json", "no such file"), ("notjson.json", "not JSON"),
-                      ("other.json", "not a result of this version"), (".", "cannot read it")]:
+                      ("other.json", "not a result of this version"), (".", "a folder, not a result.json")]:
         proc = _cli("merge", "out.json", good, bad, cwd=tmp_path)
         assert proc.returncode == 2, proc.stderr
         assert said in proc.stderr and "Traceback" not in proc.stderr
@@ -148,7 +149,12 @@ def test_one_part_is_itself_judged_again_and_the_order_is_the_catalog_s() -> Non
     reversed_parts = [(j.id, whole.model_copy(update={"journeys": [j]})) for j in reversed(whole.journeys)]
     merged = merge_results(reversed_parts)
     assert [j.id for j in merged.journeys] == [j.id for j in whole.journeys]
-    assert merged.verdict == "pass" and merged.passed == 7
+    # Judged again from the evidence: the verdict of the whole, journey by journey (these built
+    # results hold too little evidence for a pass, so that verdict is evidence-incomplete).
+    judged = judge_result(whole)
+    assert [(j.id, j.verdict, [f.id for f in j.failures]) for j in merged.journeys] == \
+        [(j.id, j.verdict, [f.id for f in j.failures]) for j in judged.journeys]
+    assert merged.verdict == judged.verdict and merged.passed == judged.passed
     assert missing_journeys(merged, list(ALL)) == []
     with pytest.raises(MergeError, match="nothing to merge"):
         merge_results([])

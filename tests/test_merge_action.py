@@ -32,6 +32,8 @@ from acp_journeys import catalog
 ROOT = Path(__file__).resolve().parent.parent
 MERGE = ROOT / "merge"
 MERGE_STEPS = ROOT / "action" / "merge-steps.sh"
+DOWNLOAD = "actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093"  # v4.3.0
+UPLOAD = "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02"  # v4.6.2
 
 
 def test_merge_action_passes_the_schema_and_actionlint(tmp_path: Path) -> None:
@@ -55,7 +57,13 @@ def test_merge_action_steps() -> None:
     meta = load_yaml(MERGE / "action.yml")
     steps = meta["runs"]["steps"]
     assert [s.get("id") or s.get("uses") for s in steps] == [
-        "prepare", "actions/download-artifact@v4", "runner", "merge", "report", "actions/upload-artifact@v4", "gate"]
+        "prepare", DOWNLOAD, "runner", "merge", "upload", "report", "gate"]
+    by = {s.get("id"): s for s in steps}
+    # The merged result and its HTML report in one artifact, uploaded before the report that links it.
+    assert by["upload"]["uses"] == UPLOAD
+    assert by["upload"]["with"]["path"].splitlines() == ["${{ steps.prepare.outputs.result-path }}",
+                                                          "${{ steps.prepare.outputs.html-path }}"]
+    assert by["report"]["env"]["ACPJ_ARTIFACT_URL"] == "${{ steps.upload.outputs.artifact-url }}"
     for step in steps:
         if "run" in step:
             assert "${{" not in step["run"]
@@ -186,9 +194,13 @@ def test_end_to_end_one_check_for_the_matrix(engine_images: None, tmp_path: Path
     assert payload["conclusion"] == ("failure" if expected else "success")
     assert payload["output"]["title"].startswith(f"ACP journeys: {verdict} — {7 - len(expected)} of 7")
     # The merged result is what the upload step takes, and verify judges it alike.
-    upload = next(s for s in steps if s.uses == "actions/upload-artifact@v4")
+    upload = next(s for s in steps if s.uses == UPLOAD)
+    result_path, html_path = upload.with_["path"].splitlines()
     assert upload.ran and upload.with_["name"] == "acp-journeys-ref"
-    merged = json.loads(Path(upload.with_["path"]).read_text())
+    merged = json.loads(Path(result_path).read_text())
+    # Its HTML report, of the merged verdict, beside it in the same artifact.
+    assert html_path == result_path.removesuffix(".json") + ".html"
+    assert f"ACP journeys: {verdict.upper()}" in Path(html_path).read_text()
     assert [j["id"] for j in merged["journeys"]] == list(catalog.JOURNEY_IDS)
     assert {j["id"]: sorted(f["id"] for f in j["failures"]) for j in merged["journeys"]
             if j["verdict"] != "pass"} == expected
@@ -249,8 +261,8 @@ def test_end_to_end_matrix_jobs_of_the_action_then_the_merge(engine_images: None
         run = job.run()
         assert not run.failed, run.log
         assert run.outputs["check-url"] == "" and "ACP journeys:" in run.summary
-        upload = next(s for s in run.steps if s.uses == "actions/upload-artifact@v4")
-        artifacts[upload.with_["name"]] = Path(upload.with_["path"])
+        upload = next(s for s in run.steps if s.uses == UPLOAD)
+        artifacts[upload.with_["name"]] = Path(upload.with_["path"].splitlines()[0])  # result.json, then the HTML report
     assert github_api.requests == []  # no job posted a check
 
     merge_root = tmp_path / "merge"

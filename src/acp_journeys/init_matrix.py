@@ -46,7 +46,9 @@ jobs:
       matrix:
         journeys: []
     steps:
-      - uses: actions/checkout@v4
+      - uses: actions/checkout@11d5960a326750d5838078e36cf38b85af677262  # v4.4.0
+        with:
+          persist-credentials: false  # the agent's code needs no token
       - uses: rondar/acp-journeys@v1
         with:
           agent-command: AGENT
