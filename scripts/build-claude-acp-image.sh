@@ -78,6 +78,6 @@ DOCKERFILE
 say "building $image from $base (no pull)"
 start=$(date +%s)
 # No network: everything it installs is in the context (and the build needs no bridge).
-timeout 900 docker build --pull=false --network none -t "$image" "$ctx" >"$ctx.log" 2>&1 \
+timeout 900 docker build --pull=false --force-rm --network none -t "$image" "$ctx" >"$ctx.log" 2>&1 \
     || { tail -n 30 "$ctx.log" >&2; die "docker build failed (log: $ctx.log)"; }
 say "built $image in $(( $(date +%s) - start )) s: claude-agent-acp on PATH"

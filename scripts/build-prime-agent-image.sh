@@ -61,6 +61,6 @@ RUN chmod 755 /usr/local/bin/prime-agent && ! ldd /opt/prime-agent-node/node | g
 DOCKERFILE
 say "building $image from $image-kernel (no pull)"
 start=$(date +%s)
-timeout 900 docker build --pull=false --network none -t "$image" "$ctx" >"$ctx.log" 2>&1 \
+timeout 900 docker build --pull=false --force-rm --network none -t "$image" "$ctx" >"$ctx.log" 2>&1 \
     || { tail -n 30 "$ctx.log" >&2; die "docker build failed (log: $ctx.log)"; }
 say "built $image in $(( $(date +%s) - start )) s: prime-agent on PATH, kernel Python at $kernel/bin/python"

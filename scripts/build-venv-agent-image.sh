@@ -102,7 +102,7 @@ network=(--network none)
 [ -z "$missing" ] || network=()
 say "building $image from $base (no pull)"
 start=$(date +%s)
-timeout 900 docker build --pull=false "${network[@]}" \
+timeout 900 docker build --pull=false --force-rm "${network[@]}" \
     --build-arg "BASE_IMAGE=$base" --build-arg "MISSING=$missing" --build-arg "VENV=$venv" \
     --build-arg "EXECUTABLE=$executable" \
     --label "org.acp-journeys.venv-executable=$venv/bin/$executable" --label "org.acp-journeys.venv-id=$venv_id" \
