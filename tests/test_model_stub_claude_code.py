@@ -11,8 +11,15 @@ when it can (dist/session-mode.js), where Claude Code decides about tool calls i
 of asking the editor, and the journeys judge what an editor sees.
 
 The verdict its own behaviour earns:
-- The 5 journeys without Plan mode and both Plan journeys pass: it offers a `plan` mode over
-  ACP, its Bash tool runs `cat`, and its MCP client calls create_plan and get_plan.
+- 6 journeys pass: it offers a `plan` mode over ACP, its Bash tool runs `cat`, and its MCP
+  client calls create_plan and get_plan.
+- stop-running-turn fails with sleep-never-started: Claude Code 2.1.318 (the binary this adapter
+  pins) refuses a foreground `sleep` of 25 s or more in its Bash tool's input check, before
+  running anything, while background tasks are on (the default): the tool result is
+  "Blocked: standalone sleep 120 ... use run_in_background: true", so no `sleep` ever runs.
+  (Until the journey waited for the sleep process, it cancelled on the tool call alone and
+  passed with no sleep run.) CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1 turns the check off; the
+  recipe in docs/model-stub.md leaves it on, as a user would.
 - Any journey may also fail with process-left, and only with it. On stdin EOF the adapter's
   `shutdown()` awaits `acp.dispose()` and calls `process.exit(0)` (dist/index.js); the SDK's
   `query.close()` ends the Claude Code child's input and only signals it, so the child ends in
@@ -50,8 +57,9 @@ def test_claude_code_gets_its_predicted_verdict(tmp_path: Path) -> None:
     assert outcome.result["model_stub"]["dialects"] == ["anthropic-messages"]
     for journey in outcome.result["journeys"]:
         ids = [f["id"] for f in journey["failures"]]
-        assert ids in ([], ["process-left"]), (journey["id"], journey["failures"])
-        if ids:
+        own = {"sleep-never-started"} if journey["id"] == "stop-running-turn" else set()
+        assert len(ids) == len(set(ids)) and set(ids) in (own, own | {"process-left"}), (journey["id"], ids)
+        if "process-left" in ids:
             left = [p for proc in journey["evidence"]["processes"] for p in proc["leftovers"]]
             assert left and all("claude" in p["command"] for p in left), left
         records = journey["evidence"]["model_requests"]
@@ -59,7 +67,10 @@ def test_claude_code_gets_its_predicted_verdict(tmp_path: Path) -> None:
         # Its title request quotes the prompt with no tools: a side request, never a hint.
         assert any(r["side_request"] for r in records), journey["id"]
         assert not any(w.startswith("model endpoint:") for w in journey["warnings"]), journey["warnings"]
-    assert outcome.code in (0, 1)
+    assert outcome.code == 1
+    stop = next(j for j in outcome.result["journeys"] if j["id"] == "stop-running-turn")
+    results = [t for r in stop["evidence"]["model_requests"] for m in r["sent"] for t in m.get("tool_results", [])]
+    assert any("Blocked: standalone sleep 120" in t for t in results), results
     turns = [r for j in outcome.result["journeys"] for r in j["evidence"]["model_requests"] if not r["side_request"]]
     assert {"reply", "remember", "recall", "read_and_look", "shell", "plan"} <= {r["intent"] for r in turns}
     calls = {(r["decision"] or {}).get("tool_call") for r in turns}
