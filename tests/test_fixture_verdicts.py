@@ -95,8 +95,8 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
 }
 
 
-def verify(path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "acp_journeys", "verify", str(path)],
+def verify(path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "acp_journeys", "verify", str(path), *args],
                           capture_output=True, text=True, timeout=60)
 
 
@@ -248,4 +248,4 @@ def test_a_reply_of_4_mib_is_stored_whole_for_verify(tmp_path):
     [turn] = journey["evidence"]["turns"]
     assert journey["verdict"] == "pass" and len(turn["reply_text"]) == turn["reply_length"] > 4 << 20
     assert turn["reply_text"].endswith(journey["evidence"]["markers"]["reply"])
-    assert verify(outcome.path).returncode == 0
+    assert verify(outcome.path, "--journey", "turn-to-end").returncode == 0  # the one journey it ran
