@@ -109,7 +109,7 @@ def test_fixture_run_report_in_chromium(case: str, tmp_path: Path, browser: Chro
     if case == "hostile":
         shown = clean(HOSTILE_TEXT)
         [reply] = [r for r in facts["replies"] if shown in r]
-        assert reply.startswith(shown) and len(reply) == 1 << 20  # the whole megabyte the evidence keeps
+        assert reply.startswith(shown) and len(reply) > 4 << 20  # the whole reply, as the evidence keeps it
         assert shown in facts["stderr"]
         assert "pwned" not in facts["title"]
 

@@ -219,7 +219,7 @@ def sent_by_journey(journey_id: str, monkeypatch: pytest.MonkeyPatch,
 
     monkeypatch.setattr(AgentSession, "start", start)
     ctx = JourneyContext(journey_id, FakeSandbox(), ["agent", "--acp"], Bounds())  # type: ignore[arg-type]
-    asyncio.run(asyncio.wait_for(SCRIPTS[journey_id](ctx), 5))
+    asyncio.run(asyncio.wait_for(SCRIPTS[journey_id](ctx), 30))  # a bound against a hang; the stop journey alone waits 3 s + a 2 s grace
     assert ctx.evidence.stopped_early is None, ctx.evidence.stopped_early
     return sent
 
