@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build an agent image for docker mode from a PyPI agent, by hand (for the recipes in
-# docs/model-stub.md that are tried by hand, not in CI): no registry pull, FROM the local
+# Build an agent image for docker mode from a PyPI agent (agentao's for its CI test, through
+# scripts/build-agentao-image.sh; the others for the recipes in docs/model-stub.md that are tried
+# by hand): no registry pull, FROM the local
 # debootstrap base (Debian 12, python3.11), the requirement installed into its Python from wheels
 # downloaded on the host for the base's Python, C library and machine; EXECUTABLE must then be on
 # PATH. Skips when an image of the same requirement and base exists.

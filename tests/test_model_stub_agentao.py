@@ -67,7 +67,8 @@ def test_agentao_gets_its_predicted_verdict_in_containers(tmp_path: Path) -> Non
     except Exception as exc:
         pytest.skip(f"docker mode needs an engine and {IMAGE} ({type(exc).__name__}); scripts/setup-agentao.sh "
                     "builds it when an engine runs")
-    assert labels.get("org.acp-journeys.agentao-version"), f"{IMAGE} is not an agentao image of ours"
+    assert (labels.get("org.acp-journeys.pypi-requirement") or "").startswith("agentao=="), \
+        f"{IMAGE} is not an agentao image of ours"
     outcome = run_journeys(["agentao", "--acp"], tmp_path, "--image", IMAGE, *ARGS, timeout=900)
     assert_predicted_verdict(outcome)
     assert outcome.result["launch"]["kind"] == "docker"
