@@ -17,7 +17,7 @@ RUN if ! printf 'int main(void){return 0;}\n' | gcc -static -x c -o /tmp/probe -
         apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
         && rm -rf /var/lib/apt/lists/*; \
     fi
-COPY src/acp_journeys/launch/helpers/ /helpers-src/
+COPY src/acp_journeys/launch/agent_side/ /helpers-src/
 RUN mkdir -p /helpers \
     && for name in holder relay; do \
         gcc -static -O2 -Wall -Wextra -o /helpers/$name /helpers-src/$name.c && strip /helpers/$name; \
@@ -43,7 +43,7 @@ RUN set -e; cd /tmp/ctx; \
     fi; \
     mkdir -p /app && cp entrypoint.py /app/entrypoint.py; \
     pkg="$(python3 -c 'import acp_journeys, os; print(os.path.dirname(acp_journeys.__file__))')"; \
-    mkdir -p /opt/acp-journeys && cp "$pkg/bundled/reference_agent.py" /opt/acp-journeys/reference_agent.py; \
+    mkdir -p /opt/acp-journeys && cp "$pkg/demo/reference_agent.py" /opt/acp-journeys/reference_agent.py; \
     mkdir -p -m 1777 /acp-journeys-shared; \
     cd / && rm -rf /tmp/ctx
 COPY --from=helpers /helpers/ /opt/acp-journeys/helpers/

@@ -22,18 +22,18 @@ import tempfile
 import time
 import uuid
 
-from acp_journeys import catalog
+from acp_journeys.rules import catalog
 from acp_journeys.cli import reference_agent_path
-from acp_journeys.journeys.driver import Bounds
-from acp_journeys.launch.local import LocalLauncher
-from acp_journeys.report.console import Progress
+from acp_journeys.editor.session import Bounds
+from acp_journeys.launch import LocalLauncher
+from acp_journeys.output.console import Progress
 from acp_journeys.runner import Run, RunConfig
 
 
 def make_launcher(kind: str, image: str | None, env: dict[str, str]):
     run_id = uuid.uuid4().hex[:12]
     if kind == "docker":
-        from acp_journeys.launch.docker import DockerLauncher
+        from acp_journeys.launch import DockerLauncher
 
         return DockerLauncher(image, run_id=run_id, env=env)
     return LocalLauncher(run_id, env=env)

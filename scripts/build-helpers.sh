@@ -4,7 +4,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-$here/build/helpers}"
-src="$here/src/acp_journeys/launch/helpers"
+src="$here/src/acp_journeys/launch/agent_side"
 mkdir -p "$out"
 for name in holder relay; do
     gcc -static -O2 -Wall -Wextra -o "$out/$name" "$src/$name.c"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-REFERENCE_AGENT = ROOT / "src" / "acp_journeys" / "bundled" / "reference_agent.py"
+REFERENCE_AGENT = ROOT / "src" / "acp_journeys" / "demo" / "reference_agent.py"
 AGENTS = Path(__file__).resolve().parent / "agents"
 
 # Small bounds keep the hung-agent fixtures short; Rondar's own 10 s / 30 s rules are not scaled.
@@ -62,7 +62,7 @@ def reference_agent(*defects: str) -> list[str]:
 @pytest.fixture
 def stub():
     """The scripted model endpoint on loopback, for one test (it starts in milliseconds)."""
-    from acp_journeys.model_stub import ModelStub
+    from acp_journeys.services.model_stub import ModelStub
 
     server = ModelStub().start()
     try:

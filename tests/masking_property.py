@@ -14,11 +14,11 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from acp_journeys.evidence import RunResult
-from acp_journeys.judge import judge_result
-from acp_journeys.redact import MIN_SECRET, Redactor, public_words
-from acp_journeys.report import result_json
-from acp_journeys.result_masking import OURS
+from acp_journeys.rules.evidence import RunResult
+from acp_journeys.rules.judge import judge_result
+from acp_journeys.output.redact import MIN_SECRET, Redactor, public_words
+from acp_journeys.output import result_file
+from acp_journeys.output.result_masking import OURS
 
 FIXED_VALUES = ("true", "false", "1", "0", "null", "json", "plan", "default", "REPLY", "FILE-", "end_turn",
                 "sk-live-9f8e7d6c5b4a3210")
@@ -76,15 +76,15 @@ def _strings_outside_our_fields(model: BaseModel):
 
 
 def check_masking_keeps_the_verdict(path: Path, tmp_path: Path) -> None:
-    recorded = result_json.read(str(path))
+    recorded = result_file.read(str(path))
     expected = verdicts(judge_result(recorded))
     for value in values_for(recorded):
         redactor = Redactor()
         redactor.add(value)
-        masked = result_json.masked_and_judged(recorded, redactor)
+        masked = result_file.masked_and_judged(recorded, redactor)
         out = tmp_path / "masked.json"
-        result_json.write(masked, str(out))
-        verified = judge_result(result_json.read(str(out)))  # what `verify` computes
+        result_file.write(masked, str(out))
+        verified = judge_result(result_file.read(str(out)))  # what `verify` computes
         assert verdicts(masked) == expected, f"--env X={value}: run's verdict changed"
         assert verdicts(verified) == expected, f"--env X={value}: verify disagrees with run"
         if not redactor:

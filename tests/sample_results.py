@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from acp_journeys.catalog import FAILURES, JOURNEYS, anchor_for, doc_link
-from acp_journeys.evidence import Failure, JourneyEvidence, JourneyResult, ProcessEvidence, RunResult
+from acp_journeys.rules.catalog import FAILURES, JOURNEYS, anchor_for, doc_link
+from acp_journeys.rules.evidence import Failure, JourneyEvidence, JourneyResult, ProcessEvidence, RunResult
 
 DOCS = "https://docs.example.test/journeys.md"
 

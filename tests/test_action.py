@@ -122,7 +122,7 @@ def test_action_steps_order_and_conditions() -> None:
 def _uses_lines() -> list[tuple[str, str]]:
     """(file, the text after `uses:`) of every step in our action, workflows, examples and
     the workflow that `init` writes."""
-    from acp_journeys import init_workflow
+    from acp_journeys.cli.init import workflow as init_workflow
 
     texts = {str(p.relative_to(ROOT)): p.read_text() for p in
              [ROOT / "action.yml", *sorted((ROOT / ".github" / "workflows").glob("*.yml")),
@@ -144,7 +144,7 @@ def test_every_action_used_is_pinned_to_a_full_commit_with_its_version() -> None
 def test_checkouts_keep_no_token_in_the_git_config() -> None:
     """persist-credentials: false after every checkout: the agent's build context (or a step of
     untrusted code) could read a token left in .git/config."""
-    from acp_journeys import init_workflow
+    from acp_journeys.cli.init import workflow as init_workflow
 
     texts = [p.read_text() for p in [*sorted((ROOT / ".github" / "workflows").glob("*.yml")),
                                      *sorted((ROOT / "examples" / "workflows").glob("*.yml"))]]
@@ -225,7 +225,7 @@ def test_example_files_are_in_place() -> None:
     assert failing.stat().st_mode & stat.S_IXUSR
     for name in ("reference-agent", "failing-agent"):
         text = (ROOT / "examples" / name / "Dockerfile").read_text()
-        assert "ARG BASE_IMAGE=" in text and "COPY src/acp_journeys/bundled/reference_agent.py" in text
+        assert "ARG BASE_IMAGE=" in text and "COPY src/acp_journeys/demo/reference_agent.py" in text
     ci = load_yaml(ROOT / ".github" / "workflows" / "ci.yml")
     uses = [s for job in ci["jobs"].values() for s in job.get("steps", []) if s.get("uses") == "./"]
     dockerfiles = {s["with"].get("dockerfile") for s in uses}
@@ -716,9 +716,9 @@ def github_api() -> Iterator[FakeGitHub]:
 
 def _agent_repo(workspace: Path) -> None:
     """An agent repository as an agent author has it: the agent's source and Dockerfiles."""
-    (workspace / "src" / "acp_journeys" / "bundled").mkdir(parents=True)
-    shutil.copy(ROOT / "src" / "acp_journeys" / "bundled" / "reference_agent.py",
-                workspace / "src" / "acp_journeys" / "bundled" / "reference_agent.py")
+    (workspace / "src" / "acp_journeys" / "demo").mkdir(parents=True)
+    shutil.copy(ROOT / "src" / "acp_journeys" / "demo" / "reference_agent.py",
+                workspace / "src" / "acp_journeys" / "demo" / "reference_agent.py")
     for name in ("reference-agent", "failing-agent"):
         shutil.copytree(ROOT / "examples" / name, workspace / "examples" / name)
     (workspace / "README.md").write_text("an agent\n")
@@ -922,7 +922,7 @@ def test_end_to_end_a_config_template_serves_a_file_configured_agent(engine_imag
         f"{folder}/file-configured-agent": FILE_CONFIGURED_AGENT,
         f"{folder}/config.json": '{"base_url": "{model_url}/v1"}\n',
         f"{folder}/Dockerfile": "ARG BASE_IMAGE=python:3.12-slim\nFROM ${BASE_IMAGE}\n"
-                                "COPY src/acp_journeys/bundled/reference_agent.py /agent/reference_agent.py\n"
+                                "COPY src/acp_journeys/demo/reference_agent.py /agent/reference_agent.py\n"
                                 f"COPY {folder}/file-configured-agent /agent/bin/file-configured-agent\n",
     })
     try:
@@ -1002,7 +1002,7 @@ ra.main()
 
 HOSTILE_DOCKERFILE = """ARG BASE_IMAGE
 FROM ${BASE_IMAGE}
-COPY src/acp_journeys/bundled/reference_agent.py /agent/reference_agent.py
+COPY src/acp_journeys/demo/reference_agent.py /agent/reference_agent.py
 COPY hostile/agent.py /agent/hostile_agent.py
 ENV ACP_REFERENCE_AGENT_STATE=/tmp/acp-reference-agent
 RUN printf '::error title=Forged::forged by the Dockerfile\\n::add-mask::journeys\\n'
@@ -1105,7 +1105,7 @@ def _agent_containers(image: str) -> list[str]:
 
 def test_the_init_workflow_uses_only_inputs_of_the_action(tmp_path: Path) -> None:
     """`acp-journeys init` writes a workflow for this action: its inputs must be ours, and it lints."""
-    from acp_journeys.init_workflow import WORKFLOW_PATH, init_workflow
+    from acp_journeys.cli.init.workflow import WORKFLOW_PATH, init_workflow
 
     init_workflow(str(tmp_path), "my-agent --acp", "docker/acp.Dockerfile")
     path = tmp_path / WORKFLOW_PATH

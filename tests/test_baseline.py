@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from sample_results import failure, journey, mixed, run
 
-from acp_journeys.baseline import Baseline, BaselineError, apply_baseline, load_baseline, parse_baseline
-from acp_journeys.catalog import JOURNEYS
+from acp_journeys.output.bounded_file import load_baseline
+from acp_journeys.rules.baseline import Baseline, BaselineError, apply_baseline, parse_baseline
+from acp_journeys.rules.catalog import JOURNEYS
 
 
 def write(tmp_path: Path, text: str) -> Path:

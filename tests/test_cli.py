@@ -15,7 +15,7 @@ import pytest
 
 from conftest import ROOT, reference_agent, run_cli, run_journeys
 
-from acp_journeys import catalog
+from acp_journeys.rules import catalog
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -191,7 +191,7 @@ def test_relative_paths_of_the_command_are_taken_from_where_it_runs(tmp_path):
         os.chdir(cwd)
     import shutil
 
-    shutil.copy(ROOT / "src" / "acp_journeys" / "bundled" / "reference_agent.py", tmp_path / "agent.py")
+    shutil.copy(ROOT / "src" / "acp_journeys" / "demo" / "reference_agent.py", tmp_path / "agent.py")
     out = run_journeys([sys.executable, "agent.py"], tmp_path, "--journey", "turn-to-end")
     assert out.code == 0, out.stdout
 

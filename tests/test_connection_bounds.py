@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from acp_journeys import connection
-from acp_journeys.connection import AgentConnection, Clock
-from acp_journeys.evidence import Frame, ProtocolWarning
+from acp_journeys.editor import connection
+from acp_journeys.editor.connection import AgentConnection, Clock
+from acp_journeys.rules.evidence import Frame, ProtocolWarning
 from acp_journeys.launch.local import LocalLauncher
 
 FLOOD = 30_000  # tiny notifications, each a frame of its own

@@ -24,9 +24,9 @@ import pytest
 
 docker = pytest.importorskip("docker")
 
-from acp_journeys.launch import docker_support as sup  # noqa: E402
-from acp_journeys.launch.docker import DockerLauncher, DockerSandbox  # noqa: E402
-from acp_journeys.launch.docker_sandbox import MCP_MOUNT, SHARED_MOUNT  # noqa: E402
+from acp_journeys.launch.docker import labels  # noqa: E402
+from acp_journeys.launch.docker.launcher import DockerLauncher, DockerSandbox  # noqa: E402
+from acp_journeys.launch.docker.sandbox import MCP_MOUNT, SHARED_MOUNT  # noqa: E402
 
 HOSTILE = r'''
 import errno, json, os, shutil, socket, stat, sys
@@ -132,14 +132,14 @@ def test_a_hostile_agent_leaves_nothing_on_the_runners_side(image: str, engine: 
                                                             tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run_id = f"test-hostile-{uuid.uuid4().hex[:8]}"
     # A pid owner, as on the engine's host: a run of another test in parallel keeps its objects.
-    monkeypatch.setenv("ACP_JOURNEYS_OWNER", sup.own_owner(False))
+    monkeypatch.setenv("ACP_JOURNEYS_OWNER", labels.own_owner(False))
     volume = None
     if mode == "mirror":
         monkeypatch.setenv("ACP_JOURNEYS_SHARED_DIR", str(tmp_path))
     elif mode == "volume":
         # Labelled with a run of its own, as run.sh's volume is: the launcher leaves it alone.
         volume = engine.api.create_volume(name=f"acpj-{run_id}",
-                                          labels=sup.run_labels(f"{run_id}-volume", "test", time.time()))
+                                          labels=labels.run_labels(f"{run_id}-volume", "test", time.time()))
         # This test runs on the engine's host: the volume's folder is the runner's view of it.
         monkeypatch.setenv("ACP_JOURNEYS_SHARED_VOLUME", volume["Name"])
         monkeypatch.setenv("ACP_JOURNEYS_SHARED_DIR", volume["Mountpoint"])
@@ -202,7 +202,7 @@ def test_a_hostile_agent_leaves_nothing_on_the_runners_side(image: str, engine: 
 
 def test_journeys_on_the_network_cannot_reach_each_other(image: str, engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """`network`: a network of the run's own, not the default bridge, with no inter-container traffic."""
-    monkeypatch.setenv("ACP_JOURNEYS_OWNER", sup.own_owner(False))
+    monkeypatch.setenv("ACP_JOURNEYS_OWNER", labels.own_owner(False))
     run_id = f"test-net-{uuid.uuid4().hex[:8]}"
 
     async def body() -> None:
@@ -216,7 +216,7 @@ def test_journeys_on_the_network_cannot_reach_each_other(image: str, engine: Any
             assert list(networks) == [launcher.network_name] and "bridge" not in networks
             net = engine.api.inspect_network(launcher.network_name)
             assert net["Options"].get("com.docker.network.bridge.enable_icc") == "false"
-            assert net["Labels"][sup.LABEL_RUN] == run_id
+            assert net["Labels"][labels.LABEL_RUN] == run_id
             address = networks[launcher.network_name]["IPAddress"]
             listen = ("import socket,time\ns=socket.socket(); s.bind(('0.0.0.0', 8111)); s.listen()\n"
                       "print('up', flush=True)\ntime.sleep(30)")
@@ -243,6 +243,6 @@ def test_journeys_on_the_network_cannot_reach_each_other(image: str, engine: Any
             assert host["CapDrop"] == ["ALL"] and not host.get("CapAdd")
         finally:
             await launcher.close()
-        assert engine.api.networks(filters={"label": f"{sup.LABEL_RUN}={run_id}"}) == []
+        assert engine.api.networks(filters={"label": f"{labels.LABEL_RUN}={run_id}"}) == []
 
     run(body())

@@ -26,9 +26,10 @@ import pytest
 
 docker = pytest.importorskip("docker")
 
-from acp_journeys.launch import docker_support as sup  # noqa: E402
-from acp_journeys.launch.base import LaunchError  # noqa: E402
-from acp_journeys.launch.docker import DockerLauncher, DockerSandbox  # noqa: E402
+from acp_journeys.launch import agent_side  # noqa: E402
+from acp_journeys.launch.docker import labels  # noqa: E402
+from acp_journeys.launch.seam import LaunchError  # noqa: E402
+from acp_journeys.launch.docker.launcher import DockerLauncher, DockerSandbox  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EMPTY_IMAGE = "acp-journeys/test-empty:latest"
@@ -78,7 +79,7 @@ def run(coro: Awaitable[Any]) -> Any:
 
 
 def labelled(engine: Any, run_id: str) -> tuple[list[Any], list[Any]]:
-    flt = {"label": f"{sup.LABEL_RUN}={run_id}"}
+    flt = {"label": f"{labels.LABEL_RUN}={run_id}"}
     return engine.api.containers(all=True, filters=flt), engine.api.volumes(filters=flt).get("Volumes") or []
 
 
@@ -412,7 +413,7 @@ def test_close_leaves_nothing_with_the_run_label(image: str, engine: Any) -> Non
             assert await p.wait(10) == 0
         containers, _ = labelled(engine, run_id)
         assert len(containers) == 3
-        assert all(c["Labels"][sup.LABEL_CREATED] for c in containers)
+        assert all(c["Labels"][labels.LABEL_CREATED] for c in containers)
         described = launcher.describe()
         assert described["kind"] == "docker" and described["cgroup_version"] in ("1", "2")
         await launcher.close()
@@ -426,21 +427,21 @@ def test_a_killed_runs_leftovers_go_at_the_next_start(image: str, engine: Any) -
     dead_pid = _dead_pid()
     old = time.time() - 60
     host = socket.gethostname()
-    dead = sup.run_labels("test-dead-run", f"pid:{host}:{dead_pid}:{old:.0f}", old)
-    live = sup.run_labels("test-live-run", sup.own_owner(False), old)
+    dead = labels.run_labels("test-dead-run", f"pid:{host}:{dead_pid}:{old:.0f}", old)
+    live = labels.run_labels("test-live-run", labels.own_owner(False), old)
     api = engine.api
     made = []
-    for labels in (dead, live):
-        made.append(api.create_container(image, command=["true"], labels=labels)["Id"])
+    for tags in (dead, live):
+        made.append(api.create_container(image, command=["true"], labels=tags)["Id"])
     volume = api.create_volume(name=f"acpj-test-{uuid.uuid4().hex[:8]}", labels=dead)["Name"]
     try:
         launcher = DockerLauncher(image, run_id="test-next-run")
         run(launcher.check(["python3"]))
         run(launcher.close())
-        ids = {c["Id"] for c in api.containers(all=True, filters={"label": sup.LABEL})}
+        ids = {c["Id"] for c in api.containers(all=True, filters={"label": labels.LABEL})}
         assert made[0] not in ids, "the dead run's container must go"
         assert made[1] in ids, "a live run's container must stay"
-        names = {v["Name"] for v in api.volumes(filters={"label": sup.LABEL}).get("Volumes") or []}
+        names = {v["Name"] for v in api.volumes(filters={"label": labels.LABEL}).get("Volumes") or []}
         assert volume not in names
     finally:
         for cid in made:
@@ -465,7 +466,7 @@ def _dead_pid() -> int:
 IN_CONTAINER = """
 import asyncio, sys
 sys.path.insert(0, '/src')
-from acp_journeys.launch.docker import DockerLauncher
+from acp_journeys.launch.docker.launcher import DockerLauncher
 
 async def main():
     la = DockerLauncher(sys.argv[1], run_id=sys.argv[2])
@@ -500,8 +501,8 @@ def test_a_runner_in_a_container_shares_the_mcp_socket_through_a_named_volume(im
         pytest.skip("the engine is not on a local Unix socket")
     run_id = f"test-inside-{uuid.uuid4().hex[:8]}"
     volume = engine.api.create_volume(name=f"acpj-{run_id}",
-                                      labels=sup.run_labels(run_id, "test", time.time()))["Name"]
-    helpers = sup.find_helpers()
+                                      labels=labels.run_labels(run_id, "test", time.time()))["Name"]
+    helpers = agent_side.find_helpers()
     assert helpers is not None
     try:
         out = subprocess.run(
@@ -520,7 +521,7 @@ def test_a_runner_in_a_container_shares_the_mcp_socket_through_a_named_volume(im
 
 # --- the whole command in docker mode ------------------------------------------------------------------
 
-BUNDLED = ROOT / "src" / "acp_journeys" / "bundled"
+BUNDLED = ROOT / "src" / "acp_journeys" / "demo"
 
 
 def cli(image: str, tmp_path: Path, *args: str, defects: tuple[str, ...] = (),
@@ -565,8 +566,8 @@ def test_cli_sigterm_mid_run_leaves_no_container_or_volume(image: str, engine: A
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
 
     def ours() -> list[Any]:
-        return [c for c in engine.api.containers(all=True, filters={"label": sup.LABEL})
-                if f":{proc.pid}:" in c["Labels"].get(sup.LABEL_OWNER, "")]
+        return [c for c in engine.api.containers(all=True, filters={"label": labels.LABEL})
+                if f":{proc.pid}:" in c["Labels"].get(labels.LABEL_OWNER, "")]
 
     try:
         deadline = time.monotonic() + 60
@@ -622,10 +623,10 @@ def test_run_sh_runs_the_runner_image_with_the_agent_dir(engine: Any, tmp_path: 
     # Settings are no secrets: on the command line, in result.json as they are (NAME alone: this shell's value).
     assert "AGENT_MODEL=stub-model" in seen_args and "AGENT_KERNEL=/opt/kernel/bin/python" in seen_args
     assert result["launch"]["settings"] == {"AGENT_MODEL": "stub-model", "AGENT_KERNEL": "/opt/kernel/bin/python"}
-    left = [c for c in engine.api.containers(all=True, filters={"label": sup.LABEL})
-            if c["Labels"].get(sup.LABEL_OWNER, "").startswith("container:acpj-runner-")]
+    left = [c for c in engine.api.containers(all=True, filters={"label": labels.LABEL})
+            if c["Labels"].get(labels.LABEL_OWNER, "").startswith("container:acpj-runner-")]
     assert left == []
-    assert not [v for v in engine.api.volumes(filters={"label": sup.LABEL}).get("Volumes") or []
+    assert not [v for v in engine.api.volumes(filters={"label": labels.LABEL}).get("Volumes") or []
                 if v["Name"].startswith("acpj-shared-")]
 
 

@@ -26,11 +26,12 @@ import pytest
 
 docker = pytest.importorskip("docker")
 
-from acp_journeys import prompts  # noqa: E402
-from acp_journeys.launch import docker_support as sup  # noqa: E402
-from acp_journeys.launch.docker import DockerLauncher, DockerSandbox  # noqa: E402
-from acp_journeys.launch.docker_sandbox import MODEL_BASE_URL  # noqa: E402
-from acp_journeys.model_stub import ModelStub  # noqa: E402
+from acp_journeys.rules import prompts  # noqa: E402
+from acp_journeys.launch import agent_side  # noqa: E402
+from acp_journeys.launch.docker import labels  # noqa: E402
+from acp_journeys.launch.docker.launcher import DockerLauncher, DockerSandbox, resolve_user  # noqa: E402
+from acp_journeys.launch.docker.sandbox import MODEL_BASE_URL  # noqa: E402
+from acp_journeys.services.model_stub import ModelStub  # noqa: E402
 
 USER_IMAGE = "acp-journeys/test-user:latest"
 MARK = "REPLY-DOCK4179"
@@ -210,7 +211,7 @@ def test_an_agent_with_no_network_reaches_the_stub_on_its_own_loopback(
 
     run_id, relay, folder = run(with_sandbox(image, body, env={"FROM_LAUNCHER": "from-launcher"}))
     # Nothing left: no container, no relay process, no shared folder (so no socket).
-    assert engine.api.containers(all=True, filters={"label": f"{sup.LABEL_RUN}={run_id}"}) == []
+    assert engine.api.containers(all=True, filters={"label": f"{labels.LABEL_RUN}={run_id}"}) == []
     assert host_processes_with(relay) == []
     assert not os.path.exists(folder)
     assert canary not in caplog.text  # extra_env values are secrets
@@ -238,12 +239,12 @@ def test_the_relay_is_never_a_leftover_and_comes_back_after_a_kill_of_all(image:
         sb.extra_env = {"MODEL_BASE": await open_endpoint(sb, stub)}
         # An agent that leaves a daemon and a listening relay of its own: both are leftovers,
         # ours is not (it is known by pid and by its whole command line).
-        proc = await sb.start_agent(py(DAEMON_AND_OWN_RELAY) + [sup.RELAY])
+        proc = await sb.start_agent(py(DAEMON_AND_OWN_RELAY) + [agent_side.RELAY])
         assert await proc.wait(10) == 0  # Popen returned: its relay runs already
         leftovers = await sb.collect_leftovers()
         commands = sorted(p.command for p in leftovers)
         assert len(commands) == 2, commands
-        assert commands[0] == f"{sup.RELAY} --listen 4180 /nowhere.sock", commands
+        assert commands[0] == f"{agent_side.RELAY} --listen 4180 /nowhere.sock", commands
         assert "python3" in commands[1], commands
         assert await sb.agent_processes() == []
 
@@ -298,8 +299,8 @@ def test_write_home_file_lands_in_the_home_of_the_images_user(image: str, user_i
 IN_CONTAINER = """
 import asyncio, sys
 sys.path.insert(0, '/src')
-from acp_journeys.launch.docker import DockerLauncher
-from acp_journeys.model_stub import ModelStub
+from acp_journeys.launch.docker.launcher import DockerLauncher
+from acp_journeys.services.model_stub import ModelStub
 
 AGENT = '''
 import json, os, sys, urllib.request
@@ -341,11 +342,11 @@ def test_a_runner_in_a_container_serves_the_stub_through_the_named_volume(image:
     sock = (os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock").removeprefix("unix://")
     if not os.path.exists(sock):
         pytest.skip("the engine is not on a local Unix socket")
-    helpers = sup.find_helpers()
+    helpers = agent_side.find_helpers()
     assert helpers is not None
     root = Path(__file__).resolve().parent.parent
     run_id = f"test-model-inside-{uuid.uuid4().hex[:8]}"
-    volume = engine.api.create_volume(name=f"acpj-{run_id}", labels=sup.run_labels(run_id, "test", time.time()))["Name"]
+    volume = engine.api.create_volume(name=f"acpj-{run_id}", labels=labels.run_labels(run_id, "test", time.time()))["Name"]
     try:
         # The helpers built from this tree, not the image's: the image may predate them.
         out = subprocess.run(
@@ -359,7 +360,7 @@ def test_a_runner_in_a_container_serves_the_stub_through_the_named_volume(image:
         assert out.returncode == 0, out.stderr[-3000:]
         assert out.stdout == ("acp-journeys-stub\nlisted True\nexit 0\nleftovers []\nrecords ['models']\n"), \
             out.stdout + out.stderr[-2000:]
-        assert engine.api.containers(all=True, filters={"label": f"{sup.LABEL_RUN}={run_id}"}) == []
+        assert engine.api.containers(all=True, filters={"label": f"{labels.LABEL_RUN}={run_id}"}) == []
     finally:
         engine.api.remove_volume(volume, force=True)
 
@@ -367,12 +368,12 @@ def test_a_runner_in_a_container_serves_the_stub_through_the_named_volume(image:
 def test_resolve_user_as_the_runtime_does() -> None:
     passwd = b"root:x:0:0:root:/root:/bin/bash\nagent:x:1000:1001::/home/agent:/bin/sh\nbad:x:y:z\n"
     group = b"root:x:0:\nstaff:x:50:agent\n"
-    assert sup.resolve_user("", passwd, group) == (0, 0)
-    assert sup.resolve_user("agent", passwd, group) == (1000, 1001)
-    assert sup.resolve_user("1000", passwd, group) == (1000, 1001)
-    assert sup.resolve_user("2000", None, None) == (2000, 0)  # not in passwd: the root group
-    assert sup.resolve_user("agent:staff", passwd, group) == (1000, 50)
-    assert sup.resolve_user("2000:7", None, None) == (2000, 7)
+    assert resolve_user("", passwd, group) == (0, 0)
+    assert resolve_user("agent", passwd, group) == (1000, 1001)
+    assert resolve_user("1000", passwd, group) == (1000, 1001)
+    assert resolve_user("2000", None, None) == (2000, 0)  # not in passwd: the root group
+    assert resolve_user("agent:staff", passwd, group) == (1000, 50)
+    assert resolve_user("2000:7", None, None) == (2000, 7)
     for spec in ("nobody", "agent:nogroup", "bad"):
         with pytest.raises(ValueError):
-            sup.resolve_user(spec, passwd, group)
+            resolve_user(spec, passwd, group)

@@ -6,7 +6,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from acp_journeys.catalog import FAILURES, JOURNEY_FAILURES, JOURNEY_IDS, JOURNEYS, anchor_for
+from acp_journeys.rules.catalog import FAILURES, JOURNEY_FAILURES, JOURNEY_IDS, JOURNEYS, anchor_for
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "journeys.md"
 TEXT = DOC.read_text(encoding="utf-8")

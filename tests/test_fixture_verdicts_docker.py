@@ -14,7 +14,7 @@ from conftest import FAST_SCALE, ROOT
 from test_fixture_verdicts import EXPECTED
 
 docker = pytest.importorskip("docker")
-BUNDLED = ROOT / "src" / "acp_journeys" / "bundled"
+BUNDLED = ROOT / "src" / "acp_journeys" / "demo"
 IMAGE = os.environ.get("ACP_JOURNEYS_TEST_IMAGE", "acp-journeys/runner:dev")
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from acp_journeys.init_workflow import WORKFLOW_PATH, InitError, init_workflow
+from acp_journeys.cli.init.workflow import WORKFLOW_PATH, InitError, init_workflow
 
 
 def read(repo: Path) -> dict:

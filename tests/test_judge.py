@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from acp_journeys import catalog, prompts
-from acp_journeys.evidence import (
+from acp_journeys.rules import catalog, prompts
+from acp_journeys.rules.evidence import (
     AgentRequestEvidence,
     JourneyEvidence,
     JourneyResult,
@@ -27,7 +27,7 @@ from acp_journeys.evidence import (
     ToolCallEvidence,
     TurnEvidence,
 )
-from acp_journeys.judge import (
+from acp_journeys.rules.judge import (
     CANCEL_BOUND_S,
     EXIT_BOUND_S,
     Judgement,
@@ -906,7 +906,7 @@ def test_a_left_process_is_shown_on_one_line_clipped() -> None:
 
 
 def stub_record(seq: int = 1, intent: str = "reply", **changes: Any) -> dict[str, Any]:
-    from acp_journeys.model_stub.records import RequestRecord
+    from acp_journeys.rules.model_requests import RequestRecord
 
     fields: dict[str, Any] = dict(seq=seq, at=1.0, tag="j", method="POST", path="/v1/chat/completions",
                                   dialect="openai-chat", status=200, intent=intent)
@@ -942,7 +942,7 @@ def test_no_request_to_the_model_is_no_hint_before_any_prompt() -> None:
 
 
 def test_every_hint_explains_known_failure_ids() -> None:
-    from acp_journeys.model_stub.records import HINT_EXPLAINS, TURN_OUTCOMES, RequestRecord, explains, hints
+    from acp_journeys.rules.model_requests import HINT_EXPLAINS, TURN_OUTCOMES, RequestRecord, explains, hints
 
     records = [RequestRecord.from_dict(r) for r in (
         stub_record(1, "read_and_look"),

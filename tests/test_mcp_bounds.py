@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from acp_journeys import mcp_server
-from acp_journeys.mcp_server import RondarMcpHub
+from acp_journeys.services import mcp_hub
+from acp_journeys.services.mcp_hub import RondarMcpHub
 
 
 @pytest.fixture
@@ -61,8 +61,8 @@ class Session:
 
 
 def test_a_channel_keeps_a_bounded_number_and_size_of_plans(socket_dir, monkeypatch) -> None:
-    monkeypatch.setattr(mcp_server, "MAX_PLANS", 3)
-    monkeypatch.setattr(mcp_server, "MAX_PLAN_CHARS", 1000)
+    monkeypatch.setattr(mcp_hub, "MAX_PLANS", 3)
+    monkeypatch.setattr(mcp_hub, "MAX_PLAN_CHARS", 1000)
 
     async def main() -> None:
         hub = RondarMcpHub(socket_dir)

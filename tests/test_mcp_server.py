@@ -22,13 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_journeys.mcp_server import (
-    RELAY_SCRIPT,
-    McpCallRecord,
-    RondarMcpHub,
-    mcp_server_entry,
-    relay_command,
-)
+from acp_journeys.launch import RELAY_SCRIPT, relay_command
+from acp_journeys.services.mcp_hub import McpCallRecord, RondarMcpHub, mcp_server_entry
 
 PLAN_ID = re.compile(r"^PLAN-[A-Z0-9]{8}$")
 IO_TIMEOUT = 5.0
@@ -404,7 +399,7 @@ def test_serve_stdio_with_the_official_client():
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     src = str(Path(__file__).resolve().parents[1] / "src")
-    code = "import asyncio; from acp_journeys.mcp_server import serve_stdio; asyncio.run(serve_stdio())"
+    code = "import asyncio; from acp_journeys.services.mcp_hub import serve_stdio; asyncio.run(serve_stdio())"
     params = StdioServerParameters(
         command=sys.executable, args=["-c", code], env={"PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
     )
@@ -451,7 +446,7 @@ def test_entry_command_and_limits(socket_dir):
 
 def test_import_is_cheap():
     src = str(Path(__file__).resolve().parents[1] / "src")
-    probe = "import sys, acp_journeys.mcp_server; print(sorted(m for m in ('mcp', 'anyio', 'pydantic') if m in sys.modules))"
+    probe = "import sys, acp_journeys.services.mcp_hub; print(sorted(m for m in ('mcp', 'anyio', 'pydantic') if m in sys.modules))"
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=10, env={**os.environ, "PYTHONPATH": src}
     )

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from acp_journeys.evidence import RunResult
-from acp_journeys.judge import judge_result
-from acp_journeys.merge import MergeError, merge_results, missing_journeys
+from acp_journeys.rules.evidence import RunResult
+from acp_journeys.rules.judge import judge_result
+from acp_journeys.rules.merge import MergeError, merge_results, missing_journeys
 from conftest import reference_agent, run_cli, run_journeys
 from sample_results import all_pass, journey, run
 from test_fixture_verdicts import ALL, EXPECTED

@@ -27,7 +27,7 @@ from fake_github import FakeGitHub, serve
 from test_action import (RUNNER_IMAGE, SHA, TOKEN, _as_workflow, engine_images, load_yaml,  # noqa: F401
                          offline_env, tool)
 
-from acp_journeys import catalog
+from acp_journeys.rules import catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 MERGE = ROOT / "merge"
@@ -96,8 +96,8 @@ def test_merge_prepare_rejects_bad_inputs(tmp_path: Path, env: dict[str, str], m
 # --- init --matrix ------------------------------------------------------------------------------------
 
 def test_init_matrix_writes_the_example_workflow_and_it_lints(tmp_path: Path) -> None:
-    from acp_journeys.init_matrix import GROUPS
-    from acp_journeys.init_workflow import WORKFLOW_PATH
+    from acp_journeys.cli.init.matrix import GROUPS
+    from acp_journeys.cli.init.workflow import WORKFLOW_PATH
 
     assert sorted(j for g in GROUPS for j in g) == sorted(catalog.JOURNEY_IDS)  # each journey in one job
     proc = subprocess.run([sys.executable, "-m", "acp_journeys", "init", "--matrix", "--path", str(tmp_path),

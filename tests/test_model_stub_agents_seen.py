@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
-from acp_journeys import prompts
-from acp_journeys.evidence import JourneyEvidence
-from acp_journeys.judge import judge_journey
-from acp_journeys.model_stub import ModelStub, hints
-from acp_journeys.model_stub.conversation import Conversation, Message, ToolCall, ToolResult, ToolSpec
-from acp_journeys.model_stub.records import RequestRecord, clip
-from acp_journeys.model_stub.script import decide
+from acp_journeys.rules import prompts
+from acp_journeys.rules.evidence import JourneyEvidence
+from acp_journeys.rules.judge import judge_journey
+from acp_journeys.services.model_stub import ModelStub, hints
+from acp_journeys.services.model_stub.conversation import Conversation, Message, ToolCall, ToolResult, ToolSpec
+from acp_journeys.rules.model_requests import RequestRecord, clip
+from acp_journeys.services.model_stub.script import decide
 
 DATA = Path(__file__).parent / "data" / "model-requests"
 

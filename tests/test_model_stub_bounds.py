@@ -8,8 +8,8 @@ import zlib
 
 import pytest
 
-from acp_journeys.model_stub import ModelStub
-from acp_journeys.model_stub.server import MAX_BODY_BYTES
+from acp_journeys.services.model_stub import ModelStub
+from acp_journeys.services.model_stub.server import MAX_BODY_BYTES
 
 HEAD = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
 

@@ -8,10 +8,10 @@ import json
 import pytest
 from PIL import Image
 
-from acp_journeys import prompts
-from acp_journeys.model_stub.conversation import Conversation, ImagePart, Message, ToolCall, ToolResult, ToolSpec
-from acp_journeys.model_stub.instructions import newest_instruction
-from acp_journeys.model_stub.script import decide, plan_id_of, word_of
+from acp_journeys.rules import prompts
+from acp_journeys.services.model_stub.conversation import Conversation, ImagePart, Message, ToolCall, ToolResult, ToolSpec
+from acp_journeys.services.model_stub.instructions import newest_instruction
+from acp_journeys.services.model_stub.script import decide, plan_id_of, word_of
 
 BASH = ToolSpec("bash", {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]})
 READ = ToolSpec("read_file", {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
@@ -255,7 +255,7 @@ def test_tool_failures_said_in_words_count_as_failures() -> None:
 
 
 def test_placeholders() -> None:
-    from acp_journeys.model_stub.placeholders import fill_env, parse_config_template
+    from acp_journeys.services.model_stub.placeholders import fill_env, parse_config_template
 
     assert fill_env({"A": "{model_url}/v1", "B": '{"x": 1}'}, "http://127.0.0.1:9/t/j/") == {
         "A": "http://127.0.0.1:9/t/j/v1", "B": '{"x": 1}'}
@@ -267,7 +267,7 @@ def test_placeholders() -> None:
 
 
 def test_hints_say_what_never_reached_the_model() -> None:
-    from acp_journeys.model_stub.records import RequestRecord, hints
+    from acp_journeys.rules.model_requests import RequestRecord, hints
 
     def record(**fields) -> RequestRecord:
         return RequestRecord(seq=1, at=0.0, tag=None, method="POST", path="/v1/chat/completions",

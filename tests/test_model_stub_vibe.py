@@ -64,7 +64,7 @@ def test_mistral_vibe_gets_its_predicted_verdict(tmp_path: Path) -> None:
 
 def _vibe_image() -> str:
     docker = pytest.importorskip("docker")
-    from acp_journeys.launch.docker_sandbox import DockerSandbox
+    from acp_journeys.launch.docker.sandbox import DockerSandbox
 
     if "model_endpoint" not in vars(DockerSandbox):
         pytest.skip("docker mode does not reach the model stub yet (no DockerSandbox.model_endpoint)")

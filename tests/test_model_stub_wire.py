@@ -25,8 +25,8 @@ from openai.types.responses import Response, ResponseStreamEvent
 from PIL import Image
 from pydantic import TypeAdapter
 
-from acp_journeys import prompts
-from acp_journeys.model_stub import ModelStub
+from acp_journeys.rules import prompts
+from acp_journeys.services.model_stub import ModelStub
 
 PLAN_INPUT = "/w/plan-input.txt"
 PLAN_PROMPT = prompts.plan_turn(PLAN_INPUT, prompts.PLAN_TITLE_SAVED_PLAN)

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from acp_journeys.journeys.driver import find_plan_switch
-from acp_journeys.policy import decide, is_plain_command, plan_allows
+from acp_journeys.editor.session import find_plan_switch
+from acp_journeys.editor.permissions import decide, is_plain_command, plan_allows
 from acp_journeys.protocol.schema import violations
 
 ALLOW_ONCE = {"optionId": "a1", "name": "Allow once", "kind": "allow_once"}
@@ -291,6 +291,6 @@ def test_no_plan_mode_records_what_was_offered() -> None:
     ("bash -lc 'touch x'", False),
 ])
 def test_plan_mode_judges_the_command_inside_a_shell_wrapper(command, allowed):
-    from acp_journeys.policy import plan_allows
+    from acp_journeys.editor.permissions import plan_allows
 
     assert plan_allows({"kind": "execute", "rawInput": {"command": command}})[0] is allowed

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_journeys.evidence import JourneyEvidence
-from acp_journeys.redact import MASK, MIN_SECRET, Redactor, parse_env_option
+from acp_journeys.rules.evidence import JourneyEvidence
+from acp_journeys.output.redact import MASK, MIN_SECRET, Redactor, parse_env_option
 
 
 def redactor(*secrets: str) -> Redactor:
@@ -156,9 +156,9 @@ def test_env_with_a_bad_name_is_an_error(option: str) -> None:
 
 
 def test_a_secret_that_reads_like_json_structure_cannot_break_result_json() -> None:
-    from acp_journeys.evidence import RunResult
-    from acp_journeys.redact import Redactor
-    from acp_journeys.report.result_json import dump
+    from acp_journeys.rules.evidence import RunResult
+    from acp_journeys.output.redact import Redactor
+    from acp_journeys.output.result_file import dump
 
     r = Redactor()
     for secret in ("true", "verdict", "journeys", "schema"):
@@ -218,7 +218,7 @@ def test_keys_that_mask_alike_stay_apart() -> None:
 
 
 def test_words_of_the_public_protocol_and_our_titles_are_never_masked() -> None:
-    from acp_journeys import prompts
+    from acp_journeys.rules import prompts
 
     r = redactor("plan", "loadSession", "end_turn")
     data = {"loadSession": True, "stopReason": "end_turn", "title": prompts.PLAN_TITLE_SAVED_PLAN}

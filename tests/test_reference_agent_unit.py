@@ -26,7 +26,7 @@ import jsonschema
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-AGENT = ROOT / "src/acp_journeys/bundled/reference_agent.py"
+AGENT = ROOT / "src/acp_journeys/demo/reference_agent.py"
 SCHEMA = json.loads((ROOT / "src/acp_journeys/schemas/acp-schema-v1.json").read_text())
 
 RESPONSE_TYPES = {

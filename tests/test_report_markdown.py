@@ -9,8 +9,8 @@ import pytest
 from markdown_it import MarkdownIt
 from sample_results import DOCS, INJECTION, all_pass, failure, journey, mixed, run
 
-from acp_journeys.catalog import JOURNEY_FAILURES, JOURNEYS
-from acp_journeys.report.markdown import MIN_LIMIT, code_fence, cut_marker, escape_markdown, summary_markdown
+from acp_journeys.rules.catalog import JOURNEY_FAILURES, JOURNEYS
+from acp_journeys.output.markdown import MIN_LIMIT, code_fence, cut_marker, escape_markdown, summary_markdown
 
 MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
@@ -155,7 +155,7 @@ def test_a_docs_url_that_is_not_http_gives_no_link() -> None:
 
 
 def test_under_a_baseline_failures_are_tagged_and_stale_entries_listed() -> None:
-    from acp_journeys.baseline import apply_baseline, parse_baseline
+    from acp_journeys.rules.baseline import apply_baseline, parse_baseline
 
     result = mixed()
     outcome = apply_baseline(result, parse_baseline(

@@ -9,7 +9,7 @@ import jsonschema
 
 from conftest import ROOT, reference_agent, run_journeys
 
-from acp_journeys.report.result_json import json_schema
+from acp_journeys.output.result_file import json_schema
 
 PUBLISHED = ROOT / "docs" / "result.schema.json"
 

@@ -1,4 +1,4 @@
-"""Process tracking by descent (tracking.py), with real processes: the fallback where no cgroup
+"""Process tracking by descent (proctrack.py), with real processes: the fallback where no cgroup
 can be made. A tracking that failed to set up is never claimed."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from acp_journeys import tracking
-from acp_journeys.tracking import DescentTracker, TrackerFactory
+from acp_journeys.launch import proctrack
+from acp_journeys.launch.proctrack import DescentTracker, TrackerFactory
 
 # The "agent": starts a helper with a whitelisted environment (no token) and a daemon that
 # leaves its session (setsid) but keeps the token, then waits to be killed.
@@ -24,7 +24,7 @@ time.sleep(60)
 """
 
 
-def started(tracker: tracking.Tracker) -> subprocess.Popen:
+def started(tracker: proctrack.Tracker) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-c", AGENT], env={**os.environ, **tracker.env()},
                             stdout=subprocess.PIPE, start_new_session=True, text=True)
     tracker.root_pid = proc.pid
@@ -35,7 +35,7 @@ def started(tracker: tracking.Tracker) -> subprocess.Popen:
 @pytest.mark.parametrize("subreaper", [True, False])
 def test_descent_finds_a_helper_without_the_token_and_a_daemon_out_of_the_session(subreaper: bool) -> None:
     if subreaper:
-        assert tracking.become_subreaper()
+        assert proctrack.become_subreaper()
     tracker = DescentTracker("t", subreaper)
     proc = started(tracker)
     try:
@@ -55,25 +55,25 @@ def test_descent_finds_a_helper_without_the_token_and_a_daemon_out_of_the_sessio
 
 
 def test_a_subreaper_that_cannot_be_set_up_is_never_claimed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tracking, "become_subreaper", lambda: False)
+    monkeypatch.setattr(proctrack, "become_subreaper", lambda: False)
     factory = TrackerFactory("test-run", prefer="subreaper")
     assert factory.method == "descent"
     assert factory.make("j").method == "descent"
 
 
 def test_cgroup_tracking_asked_for_where_none_can_be_made_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tracking, "_cgroup_candidates", lambda: [])
-    with pytest.raises(tracking.TrackingError):
+    monkeypatch.setattr(proctrack, "_cgroup_candidates", lambda: [])
+    with pytest.raises(proctrack.TrackingError):
         TrackerFactory("test-run", prefer="cgroup")
 
 
 def test_the_launch_says_so_before_any_journey(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     import asyncio
 
-    from acp_journeys.launch.base import LaunchError
+    from acp_journeys.launch.seam import LaunchError
     from acp_journeys.launch.local import LocalLauncher
 
-    monkeypatch.setattr(tracking, "_cgroup_candidates", lambda: [])
+    monkeypatch.setattr(proctrack, "_cgroup_candidates", lambda: [])
     launcher = LocalLauncher("test-run", tracking="cgroup")
     try:
         with pytest.raises(LaunchError, match="--tracking cgroup"):

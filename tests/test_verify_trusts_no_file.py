@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from acp_journeys import cli
-from acp_journeys.bounded_file import MAX_RESULT_BYTES
+from acp_journeys.output.bounded_file import MAX_RESULT_BYTES
 from conftest import AGENTS, reference_agent, run_journeys
 from test_fixture_verdicts import ALL
 
@@ -176,12 +176,12 @@ def test_a_deep_baseline_is_refused(whole, tmp_path):
 
 
 def test_an_unexpected_error_of_ours_is_one_line_and_exit_2(whole, tmp_path, monkeypatch, capsys):
-    import acp_journeys.judge
+    import acp_journeys.rules.judge
 
     def broken(result):
         raise RuntimeError("a bug\nof ours")
 
-    monkeypatch.setattr(acp_journeys.judge, "judge_result", broken)
+    monkeypatch.setattr(acp_journeys.rules.judge, "judge_result", broken)
     assert cli.main(["verify", write(tmp_path, whole)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "internal error: RuntimeError at " in err and "a bug of ours" in err
@@ -290,10 +290,10 @@ def test_a_result_that_cannot_be_written_is_a_runner_error_with_the_verdicts_pri
 def test_when_masking_changes_a_verdict_run_reports_the_files_verdict(whole, tmp_path):
     """A secret that straddles a marker in the reply (contrived) changes what the judge compares;
     then run reports the verdict of the masked file, which is what verify finds."""
-    from acp_journeys.evidence import RunResult
-    from acp_journeys.judge import judge_result
-    from acp_journeys.redact import Redactor
-    from acp_journeys.report import result_json
+    from acp_journeys.rules.evidence import RunResult
+    from acp_journeys.rules.judge import judge_result
+    from acp_journeys.output.redact import Redactor
+    from acp_journeys.output import result_file
 
     data = copy.deepcopy(whole)
     evidence = data["journeys"][0]["evidence"]
@@ -303,9 +303,9 @@ def test_when_masking_changes_a_verdict_run_reports_the_files_verdict(whole, tmp
     assert recorded.journeys[0].verdict == "pass"
     redactor = Redactor()
     redactor.add(": " + marker[:4])
-    masked = result_json.masked_and_judged(recorded, redactor)
+    masked = result_file.masked_and_judged(recorded, redactor)
     assert [f.id for f in masked.journeys[0].failures] == ["reply-missing-marker"]
-    result_json.write(masked, str(tmp_path / "r.json"))
-    again = judge_result(result_json.read(str(tmp_path / "r.json")))
+    result_file.write(masked, str(tmp_path / "r.json"))
+    again = judge_result(result_file.read(str(tmp_path / "r.json")))
     assert [(j.id, j.verdict, [f.id for f in j.failures]) for j in again.journeys] == \
         [(j.id, j.verdict, [f.id for f in j.failures]) for j in masked.journeys]

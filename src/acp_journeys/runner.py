@@ -19,13 +19,14 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from acp_journeys import __version__, catalog
-from acp_journeys.evidence import JourneyEvidence, JourneyResult, RunResult
-from acp_journeys.journeys import SCRIPTS
-from acp_journeys.journeys.driver import Bounds, JourneyContext
-from acp_journeys.judge import judge_journey, judge_result
-from acp_journeys.launch.base import Launcher
-from acp_journeys.report.console import Progress
+from acp_journeys import __version__
+from acp_journeys.rules import catalog
+from acp_journeys.rules.evidence import JourneyEvidence, JourneyResult, RunResult
+from acp_journeys.editor.journeys import SCRIPTS
+from acp_journeys.editor.session import Bounds, JourneyContext
+from acp_journeys.rules.judge import judge_journey, judge_result
+from acp_journeys.launch import Launcher
+from acp_journeys.output.console import Progress
 
 
 @dataclass
@@ -78,11 +79,11 @@ class Run:
 
     async def execute(self) -> RunResult:
         """Runs every journey; on cancellation, returns the partial result instead of raising."""
-        from acp_journeys.mcp_server import RondarMcpHub
+        from acp_journeys.services.mcp_hub import RondarMcpHub
 
         self.hub = RondarMcpHub(self._socket_dir)
         if self.config.model_stub is not None:
-            from acp_journeys.model_stub import ModelStub
+            from acp_journeys.services.model_stub import ModelStub
 
             self.stub = await asyncio.to_thread(ModelStub(mask=self.config.model_stub.mask).start)
         limit = asyncio.Semaphore(self.config.parallel or len(self.config.journeys) or 1)
@@ -154,7 +155,7 @@ class Run:
         """Fill `{model_url}` for this journey: its own path on the endpoint tags its requests."""
         if self.stub is None or self.config.model_stub is None:
             return
-        from acp_journeys.model_stub.placeholders import fill, fill_env
+        from acp_journeys.services.model_stub.placeholders import fill, fill_env
 
         endpoint = await sandbox.model_endpoint()
         if endpoint is not None:  # a container with no network: through a relay on its loopback

@@ -9,7 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
-REFERENCE_AGENT = Path(__file__).resolve().parents[2] / "src" / "acp_journeys" / "bundled" / "reference_agent.py"
+REFERENCE_AGENT = Path(__file__).resolve().parents[2] / "src" / "acp_journeys" / "demo" / "reference_agent.py"
 DEPTH = 300
 
 

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-REFERENCE_AGENT = Path(__file__).resolve().parents[2] / "src" / "acp_journeys" / "bundled" / "reference_agent.py"
+REFERENCE_AGENT = Path(__file__).resolve().parents[2] / "src" / "acp_journeys" / "demo" / "reference_agent.py"
 
 token = os.environ.get("LEAKED_TOKEN", "")
 print(f"starting with token {token} and {{\"token\": \"{token}\"}}", file=sys.stderr, flush=True)

@@ -1,1 +1,43 @@
-"""Where agent processes run: `local` (this machine) or `docker` (one container per journey)."""
+"""Where agent processes run: `local` (this machine) or `docker` (one container per journey).
+
+Rules of this package: it imports only `launch/` (and the standard library, psutil, docker),
+never the rest of acp_journeys. Code outside `launch/` imports from this module only: the seam
+types, the two launchers and the agent-side relay command. The launchers load on first use, so
+importing the seam costs no psutil and no docker.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from acp_journeys.launch.agent_side import RELAY_SCRIPT, relay_command
+from acp_journeys.launch.seam import (
+    SESSION_FILES_DIR,
+    AgentProcess,
+    ExitStatus,
+    Launcher,
+    LaunchError,
+    ProcInfo,
+    Sandbox,
+)
+
+if TYPE_CHECKING:
+    from acp_journeys.launch.docker.launcher import DockerLauncher
+    from acp_journeys.launch.local import LocalLauncher
+
+__all__ = [
+    "SESSION_FILES_DIR", "AgentProcess", "ExitStatus", "Launcher", "LaunchError", "ProcInfo", "Sandbox",
+    "LocalLauncher", "DockerLauncher", "RELAY_SCRIPT", "relay_command",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "LocalLauncher":
+        from acp_journeys.launch.local import LocalLauncher
+
+        return LocalLauncher
+    if name == "DockerLauncher":
+        from acp_journeys.launch.docker.launcher import DockerLauncher
+
+        return DockerLauncher
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,9 +27,9 @@ import time
 import uuid
 from pathlib import Path
 
-from acp_journeys import prompts
-from acp_journeys.launch.base import AgentProcess, Launcher, LaunchError, ProcInfo, Sandbox
-from acp_journeys.tracking import _OWN_CHILDREN, Tracker, TrackerFactory, TrackingError
+from acp_journeys.launch.agent_side import relay_command
+from acp_journeys.launch.proctrack import OWN_CHILDREN, ProcInfo, Tracker, TrackerFactory, TrackingError
+from acp_journeys.launch.seam import SESSION_FILES_DIR, AgentProcess, Launcher, LaunchError, Sandbox
 
 LOCK_WAIT_S = 600.0
 
@@ -182,8 +182,6 @@ class LocalSandbox(Sandbox):
         return self._socket
 
     def mcp_command(self) -> list[str]:
-        from acp_journeys.mcp_server import relay_command
-
         return relay_command(self._socket)
 
     async def start_agent(self, argv: list[str]) -> AgentProcess:
@@ -201,7 +199,7 @@ class LocalSandbox(Sandbox):
             )
         except (OSError, ValueError) as exc:
             raise LaunchError(f"cannot start {argv[0]!r}: {exc}") from exc
-        _OWN_CHILDREN.add(proc.pid)
+        OWN_CHILDREN.add(proc.pid)
         tracker.root_pid = proc.pid
         self._agent_pid = proc.pid
         return LocalAgentProcess(proc)
@@ -217,11 +215,11 @@ class LocalSandbox(Sandbox):
         return str(target)
 
     async def write_file(self, path: str, data: bytes) -> None:
-        if path.startswith(prompts.SESSION_FILES_DIR + "/"):
+        if path.startswith(SESSION_FILES_DIR + "/"):
             await self._lock_session_files()
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        if target.parent == Path(prompts.SESSION_FILES_DIR):
+        if target.parent == Path(SESSION_FILES_DIR):
             os.chmod(target.parent, 0o1777)  # shared like /tmp: another user's run may use it too
         target.write_bytes(data)
         self._written.append((path, os.stat(target)))
@@ -269,8 +267,8 @@ class LocalSandbox(Sandbox):
     async def _lock_session_files(self) -> None:
         if self._lock_fd is not None:
             return
-        os.makedirs(prompts.SESSION_FILES_DIR, exist_ok=True)
-        fd = os.open(os.path.join(prompts.SESSION_FILES_DIR, ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
+        os.makedirs(SESSION_FILES_DIR, exist_ok=True)
+        fd = os.open(os.path.join(SESSION_FILES_DIR, ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
             try:
@@ -279,7 +277,7 @@ class LocalSandbox(Sandbox):
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     os.close(fd)
-                    raise TimeoutError(f"{prompts.SESSION_FILES_DIR} stayed locked by another run")
+                    raise TimeoutError(f"{SESSION_FILES_DIR} stayed locked by another run")
                 await asyncio.sleep(0.2)
         self._lock_fd = fd
 

@@ -1,0 +1,514 @@
+"""Agents in containers: one container per journey, one `docker exec` per agent process.
+
+Rules of this module:
+- The container's PID 1 is our static holder (copied in with put_archive before the start), so
+  a process the agent leaves is re-parented to it and stays visible until we record and kill it.
+  After an agent process ends, every process in the container but the holder and our own helper
+  execs is a leftover: that includes the MCP relay the agent started.
+- No network (network mode "none") unless `network`, and then a bridge network of the run's own
+  with no traffic between containers; a pids limit, a memory limit (swap included), a CPU limit,
+  no capabilities and no-new-privileges on every container.
+- Each journey's socket folder is its own and mounted read-only: nothing an agent makes can land
+  on the runner's side (see docs/security.md).
+- Nothing assumes a shell or Python in the image: files go through put_archive/get_archive;
+  processes are listed with `docker top` (the engine's `ps`: no exec, no free pid needed; the
+  container is frozen while leftovers are listed, so a fork bomb cannot outrun the list) and
+  killed by host pid on the engine's host, else by the holder (`holder kill`), and in the end by
+  a SIGUSR1 to the holder, which then kills everything else in the container.
+- The `docker` package blocks: every call runs in this launcher's thread pool.
+- Values of `env` and the files under `logins` are secrets: log and describe names only.
+- Everything made is labelled (labels.LABEL_*). `close` removes this run's objects; the
+  first use of a launcher removes what an older run that is no longer alive left behind.
+- Bind-mount sources are paths of the engine's host. When this runner runs in a container, the
+  MCP sockets live on a volume shared with it (ACP_JOURNEYS_SHARED_VOLUME mounted at
+  ACP_JOURNEYS_SHARED_DIR), or ACP_JOURNEYS_SHARED_DIR alone names a path mirrored from the host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import posixpath
+import shutil
+import tempfile
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from acp_journeys.launch import agent_side
+from acp_journeys.launch.docker import engine, labels, tar
+from acp_journeys.launch.docker.engine import docker_module, short_error
+from acp_journeys.launch.docker.sandbox import MCP_MOUNT, DockerSandbox
+from acp_journeys.launch.seam import SESSION_FILES_DIR, Launcher, LaunchError, Sandbox
+
+log = logging.getLogger("acp_journeys.launch.docker")
+
+AGENT_DIR_MOUNT = "/agent"
+
+
+class DockerLauncher(Launcher):
+    """Makes one container per journey from `image`; see the module's rules."""
+
+    kind = "docker"
+
+    def __init__(
+        self,
+        image: str,
+        *,
+        run_id: str,
+        network: bool = False,
+        env: dict[str, str] | None = None,
+        settings: dict[str, str] | None = None,
+        logins: Iterable[tuple[str, str]] = (),
+        pull: str = "never",
+        agent_dir: str | None = None,
+        pids_limit: int = 256,
+        memory: str = "1g",
+        cpus: float = 2.0,
+    ) -> None:
+        if pull not in ("never", "missing"):
+            raise ValueError(f"pull must be 'never' or 'missing', not {pull!r}")
+        self.image = image
+        self.run_id = run_id
+        self.network = network
+        self.env = dict(env or {})
+        self.settings = dict(settings or {})  # not secrets: described with their values
+        self.logins = [(src, dest) for src, dest in logins]
+        self.pull = pull
+        self.agent_dir = agent_dir
+        self.pids_limit = pids_limit
+        self.memory = memory
+        self.memory_bytes = parse_memory(memory)
+        self.cpus = cpus
+        self.network_name: str | None = None  # the run's own network, made at start when `network`
+        self.volume_root = ""  # the shared volume's folder on the engine's host (volume mode)
+        self.created = time.time()
+        self.owner = labels.own_owner(False)  # settled in _start, once we know where we run
+        self.executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="acpj-docker")
+        self.image_id: str | None = None
+        self.shared: tuple[str, str, str] = ("host", "", "")
+        self._api: Any = None
+        self._facts: dict[str, object] = {}
+        self._helpers: Path | None = None
+        self._home: str | None = None
+        self._user: asyncio.Task[tuple[str, int, int]] | None = None
+        self._sandboxes: list[DockerSandbox] = []
+        self._started: asyncio.Task[None] | None = None
+        self._mounts: list[Any] = []
+        self._image_config: dict[str, Any] = {}
+
+    # --- plumbing -----------------------------------------------------------------------------
+
+    @property
+    def on_engine_host(self) -> bool:
+        """Does this runner share the engine's file system (bind sources and /proc are ours)?"""
+        return self.shared[0] == "host"
+
+    @property
+    def api(self) -> Any:
+        if self._api is None:
+            raise LaunchError("the Docker engine was not reached yet")
+        return self._api
+
+    async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
+
+    def environment(self) -> list[str]:
+        return [f"{name}={value}" for name, value in {**self.settings, **self.env}.items()]
+
+    def static_mounts(self) -> list[Any]:
+        return list(self._mounts)
+
+    def setup_tar(self, workspace: str) -> bytes:
+        assert self._helpers is not None
+        rel = workspace.strip("/")
+        dirs = [
+            (agent_side.IN_CONTAINER_DIR.strip("/"), 0o755),
+            (agent_side.PID_DIR.strip("/"), 0o1777),  # the agent may run as any user: it writes its pid here
+            (posixpath.dirname(rel), 0o755),
+            (rel, 0o777),  # fresh and ours; the image's user may not be root
+            ("tmp", 0o1777),  # /tmp's usual mode, given again (tar entries set a folder's mode)
+            (SESSION_FILES_DIR.strip("/"), 0o1777),
+        ]
+        return tar.build_tar(dirs, agent_side.helper_files(self._helpers))
+
+    # --- start-up -----------------------------------------------------------------------------
+
+    async def _ensure_started(self) -> None:
+        if self._started is None:
+            self._started = asyncio.ensure_future(self._start())
+        await asyncio.shield(self._started)
+
+    async def _start(self) -> None:
+        docker = docker_module()
+        try:
+            self._api = await self.call(engine.connect)
+            info = await self.call(self._api.info)
+            version = await self.call(self._api.version)
+        except docker.errors.DockerException as exc:
+            where = os.environ.get("DOCKER_HOST") or "the default socket"
+            raise LaunchError(f"cannot reach the Docker engine at {where}: {short_error(exc)} "
+                              "(is dockerd running? scripts/docker-up.sh starts one)") from exc
+        self._facts = {
+            "engine_version": version.get("Version"),
+            "api_version": self._api.api_version,
+            "cgroup_version": str(info.get("CgroupVersion") or "1"),
+            "cgroup_driver": info.get("CgroupDriver"),
+        }
+        await self._resolve_image(docker)
+        self._helpers = await self.call(agent_side.find_helpers)
+        if self._helpers is None:
+            raise LaunchError("the static helpers (holder, relay) are missing: run scripts/build-helpers.sh, "
+                              "or set ACP_JOURNEYS_HELPERS to their folder (gcc builds them when present)")
+        self.shared = await self._shared_mode()
+        self.owner = labels.own_owner(not self.on_engine_host)
+        self._mounts = await self._make_static_mounts(docker)
+        await self._remove_stale()
+        if self.network:
+            self.network_name = await self._make_network(docker)
+
+    async def _make_network(self, docker: Any) -> str:
+        """A bridge network of this run's own, with no traffic between its containers: journeys
+        cannot reach one another (the engine's default bridge lets them)."""
+        name = f"acpj-{labels.safe_name(self.run_id, 40)}-{uuid.uuid4().hex[:6]}"
+        try:
+            await self.call(self.api.create_network, name, driver="bridge",
+                            options={"com.docker.network.bridge.enable_icc": "false"},
+                            labels=labels.run_labels(self.run_id, self.owner, self.created))
+        except docker.errors.DockerException as exc:
+            raise LaunchError(f"cannot make the run's network: {short_error(exc)}") from exc
+        return name
+
+    async def _resolve_image(self, docker: Any) -> None:
+        try:
+            found = await self.call(self.api.inspect_image, self.image)
+        except docker.errors.ImageNotFound:
+            if self.pull != "missing":
+                raise LaunchError(f"image {self.image} is not on this engine (--pull never): build it, "
+                                  "or pass --pull missing to pull it") from None
+            try:
+                await self.call(self.api.pull, self.image)  # the package splits off the tag itself
+                found = await self.call(self.api.inspect_image, self.image)
+            except docker.errors.DockerException as exc:
+                raise LaunchError(f"cannot pull image {self.image}: {short_error(exc)}") from exc
+        except docker.errors.DockerException as exc:
+            raise LaunchError(f"cannot inspect image {self.image}: {short_error(exc)}") from exc
+        self.image_id = found["Id"]
+        self._image_config = found.get("Config") or {}
+
+    async def _shared_mode(self) -> tuple[str, str, str]:
+        """("host", "", "") | ("volume", NAME, DIR) | ("mirror", "", DIR): where MCP sockets live."""
+        volume = os.environ.get("ACP_JOURNEYS_SHARED_VOLUME", "")
+        folder = os.environ.get("ACP_JOURNEYS_SHARED_DIR", "")
+        if volume and folder:
+            self.volume_root = await self._volume_folder(volume)
+            return ("volume", volume, folder)
+        if folder:
+            return ("mirror", "", folder)
+        if not await self._engine_sees_our_files():
+            raise LaunchError("this runner runs in a container, so its folders are not the engine's: give it a "
+                              "volume shared with the agents' containers (ACP_JOURNEYS_SHARED_VOLUME mounted at "
+                              "ACP_JOURNEYS_SHARED_DIR, as run.sh does) or a host path mirrored at "
+                              "ACP_JOURNEYS_SHARED_DIR")
+        return ("host", "", "")
+
+    async def _volume_folder(self, volume: str) -> str:
+        """The shared volume's folder on the engine's host, so that each journey can bind only its
+        own subfolder (an engine of API < 1.45 cannot mount a volume's subpath); "" when unknown."""
+        try:
+            found = await self.call(self.api.inspect_volume, volume)
+        except docker_module().errors.DockerException as exc:
+            raise LaunchError(f"cannot inspect the shared volume {volume}: {short_error(exc)}") from exc
+        if found.get("Driver") == "local" and posixpath.isabs(found.get("Mountpoint") or ""):
+            return str(found["Mountpoint"])
+        log.warning("the shared volume %s has no local folder: each journey sees all of it (read-only)", volume)
+        return ""
+
+    async def _engine_sees_our_files(self) -> bool:
+        """Does a bind mount of one of our folders show its files? (False when we run in a container.)
+
+        A /.dockerenv is no proof: a machine can have one and run the engine itself. So look: mount
+        a fresh folder with a marker into a never-started container and stat the marker there.
+        """
+        flag = os.environ.get("ACP_JOURNEYS_IN_CONTAINER", "")
+        if flag:
+            return flag in ("0", "false", "no")
+        folder = tempfile.mkdtemp(prefix="acpj-probe-")
+        marker = uuid.uuid4().hex
+        Path(folder, marker).write_bytes(b"")
+        docker = docker_module()
+        mount = docker.types.Mount(MCP_MOUNT, folder, type="bind", read_only=True)
+        try:
+            async with self._scratch(entrypoint=[], host_config=self.api.create_host_config(mounts=[mount])) as cid:
+                return await self.call(engine.stat_path, self.api, cid, f"{MCP_MOUNT}/{marker}") is not None
+        except docker.errors.DockerException:
+            return False  # the engine cannot mount our folder: it is not on our side
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _scratch(self, **create: Any) -> Any:
+        """A never-started container of the image, labelled as this run's probe (see engine)."""
+        return engine.scratch_container(self.call, self.api, self.image_id or self.image,
+                                        labels=labels.run_labels(self.run_id, self.owner, self.created, probe="1"),
+                                        **create)
+
+    async def _make_static_mounts(self, docker: Any) -> list[Any]:
+        """The agent folder and the logins, read-only. Mounts (not binds): a missing source fails."""
+        mounts = []
+        local = self.on_engine_host
+        if self.agent_dir:
+            source = os.path.abspath(self.agent_dir) if local else self.agent_dir
+            if local and not os.path.isdir(source):
+                raise LaunchError(f"--agent-dir {self.agent_dir} is not a folder")
+            mounts.append(docker.types.Mount(AGENT_DIR_MOUNT, source, type="bind", read_only=True))
+        if self.logins:
+            host_home = os.environ.get("ACP_JOURNEYS_HOST_HOME") or str(Path.home())
+            for src, dest in self.logins:
+                source = os.path.abspath(src) if local else src
+                if local and not os.path.exists(source):
+                    raise LaunchError(f"--login {src}: no such file or folder")
+                target = dest or _same_place(source, host_home, await self._container_home())
+                if not posixpath.isabs(target):
+                    target = posixpath.join(await self._container_home(), target)
+                mounts.append(docker.types.Mount(target, source, type="bind", read_only=True))
+                log.info("login mounted read-only at %s", target)
+        return mounts
+
+    async def _container_home(self) -> str:
+        """The home of the image's user: HOME in its env, else /etc/passwd, else /root."""
+        if self._home is not None:
+            return self._home
+        config = self._image_config
+        for item in config.get("Env") or []:
+            if item.startswith("HOME="):
+                self._home = item[5:]
+                return self._home
+        user = (config.get("User") or "").split(":")[0]
+        self._home = "/root"
+        if user not in ("", "root", "0"):
+            passwd = await self._probe_file("/etc/passwd")
+            for line in (passwd or b"").decode("utf-8", "replace").splitlines():
+                fields = line.split(":")
+                if len(fields) >= 6 and user in (fields[0], fields[2]):
+                    self._home = fields[5]
+                    break
+            else:
+                self._home = f"/home/{user}"
+        return self._home
+
+    async def agent_user(self) -> tuple[str, int, int]:
+        """(home, uid, gid) of the image's user, found once a run: what we write into its home is
+        its own, so the agent can write beside it (a config folder that also holds its sessions)."""
+        if self._user is None:
+            self._user = asyncio.ensure_future(self._find_user())
+        return await asyncio.shield(self._user)
+
+    async def _find_user(self) -> tuple[str, int, int]:
+        home = await self._container_home()
+        spec = (self._image_config.get("User") or "").strip()
+        user, _, group = spec.partition(":")
+        passwd = None if user in ("", "root", "0") else await self._probe_file("/etc/passwd")
+        groups = await self._probe_file("/etc/group") if group and not group.isdigit() else None
+        try:
+            uid, gid = resolve_user(spec, passwd, groups)
+        except ValueError as exc:
+            raise LaunchError(f"image {self.image}: {exc}") from None
+        return home, uid, gid
+
+    async def _probe_file(self, path: str) -> bytes | None:
+        """A file of the image, read from a container that is created and never started."""
+        async with self._scratch() as cid:
+            return await self.call(engine.read_file, self.api, cid, path)
+
+    async def _remove_stale(self) -> None:
+        """Remove what older runs whose owner is gone left (a killed run's containers, volumes)."""
+        api = self.api
+        flt = {"label": labels.LABEL}
+        alive: dict[str, bool] = {}
+
+        async def stale(tags: dict[str, str]) -> bool:
+            if tags.get(labels.LABEL_RUN) == self.run_id:
+                return False
+            try:
+                created = float(tags.get(labels.LABEL_CREATED, "0"))
+            except ValueError:
+                created = 0.0
+            if created >= self.created:
+                return False
+            owner = tags.get(labels.LABEL_OWNER, "")
+            if owner not in alive:
+                alive[owner] = await self._owner_alive(owner, created)
+            return not alive[owner]
+
+        removed = 0
+        for c in await self.call(api.containers, all=True, filters=flt):
+            if await stale(c.get("Labels") or {}):
+                try:
+                    await self.call(api.remove_container, c["Id"], force=True, v=True)
+                    removed += 1
+                except Exception as exc:
+                    log.debug("could not remove a stale container: %s", short_error(exc))
+        volumes = (await self.call(api.volumes, filters=flt)).get("Volumes") or []
+        for v in volumes:
+            if await stale(v.get("Labels") or {}):
+                try:
+                    await self.call(api.remove_volume, v["Name"], force=True)
+                    removed += 1
+                except Exception as exc:
+                    log.debug("could not remove a stale volume: %s", short_error(exc))
+        for n in await self.call(api.networks, filters=flt):
+            if await stale(n.get("Labels") or {}):
+                try:
+                    await self.call(api.remove_network, n["Id"])
+                    removed += 1
+                except Exception as exc:
+                    log.debug("could not remove a stale network: %s", short_error(exc))
+        if removed:
+            log.info("removed %d object(s) left by older runs", removed)
+
+    async def _owner_alive(self, owner: str, created: float) -> bool:
+        if owner.startswith("container:"):
+            try:
+                info = await self.call(self.api.inspect_container, owner.split(":", 1)[1])
+                return bool((info.get("State") or {}).get("Running"))
+            except docker_module().errors.NotFound:
+                return False
+            except Exception:
+                return True  # cannot tell: keep it
+        if owner.startswith("pid:"):
+            return labels.pid_owner_alive(owner, time.time(), created)
+        return time.time() - created < labels.UNKNOWN_OWNER_TTL_S
+
+    # --- Launcher -----------------------------------------------------------------------------
+
+    async def check(self, argv: list[str]) -> None:
+        if not argv:
+            raise LaunchError("no agent command: give it after --")
+        await self._ensure_started()
+        program = argv[0]
+        if posixpath.isabs(program):
+            if program.startswith(AGENT_DIR_MOUNT + "/") and self.agent_dir and self.on_engine_host:
+                inside = os.path.join(os.path.abspath(self.agent_dir), program[len(AGENT_DIR_MOUNT) + 1:])
+                if not os.path.isfile(inside):
+                    raise LaunchError(f"agent command not found: {program} (not in --agent-dir {self.agent_dir})")
+                return
+            if program.startswith(AGENT_DIR_MOUNT + "/"):
+                return  # in the mounted agent folder, which this runner cannot see
+            if await self._probe_stat([program]) is None:
+                raise LaunchError(f"agent command not found in image {self.image}: {program}")
+        elif "/" not in program:
+            path = self.env.get("PATH") or self.settings.get("PATH") or next(
+                (e[5:] for e in self._image_config.get("Env") or [] if e.startswith("PATH=")),
+                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+            candidates = [posixpath.join(d, program) for d in path.split(":") if d]
+            if await self._probe_stat(candidates) is None:
+                raise LaunchError(f"agent command not found on the PATH of image {self.image}: {program}")
+
+    async def _probe_stat(self, paths: list[str]) -> dict[str, Any] | None:
+        """The first of `paths` that exists in the image, statted in a never-started container."""
+        async with self._scratch(entrypoint=[]) as cid:
+            for path in paths:
+                found = await self.call(engine.stat_path, self.api, cid, path)
+                if found is not None:
+                    return found
+            return None
+
+    async def open_sandbox(self, journey_id: str) -> Sandbox:
+        await self._ensure_started()
+        sandbox = DockerSandbox(self, journey_id)
+        self._sandboxes.append(sandbox)
+        await sandbox.create()
+        return sandbox
+
+    async def close(self) -> None:
+        await asyncio.gather(*(s.close() for s in self._sandboxes), return_exceptions=True)
+        self._sandboxes.clear()
+        if self._api is None:
+            return
+        flt = {"label": f"{labels.LABEL_RUN}={self.run_id}"}
+        try:
+            for c in await self.call(self.api.containers, all=True, filters=flt):
+                await self.call(self.api.remove_container, c["Id"], force=True, v=True)
+            for v in (await self.call(self.api.volumes, filters=flt)).get("Volumes") or []:
+                await self.call(self.api.remove_volume, v["Name"], force=True)
+            for n in await self.call(self.api.networks, filters=flt):
+                await self.call(self.api.remove_network, n["Id"])
+        except Exception as exc:
+            log.warning("could not remove everything of run %s: %s", self.run_id, short_error(exc))
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "image": self.image,
+            "image_id": self.image_id,
+            **self._facts,
+            "network": "bridge" if self.network else "none",
+            "pids_limit": self.pids_limit,
+            "memory": self.memory,
+            "cpus": self.cpus,
+            "env": sorted(self.env),  # names only: values are secrets
+            "settings": self.settings,
+            "logins": len(self.logins),
+            "agent_dir": AGENT_DIR_MOUNT if self.agent_dir else None,
+        }
+
+
+def _same_place(source: str, host_home: str, container_home: str) -> str:
+    """A login's default DEST: the same path relative to the home, or the same absolute path."""
+    try:
+        rel = os.path.relpath(source, host_home)
+    except ValueError:
+        return source
+    if rel == "." or rel.startswith(".."):
+        return source
+    return posixpath.join(container_home, rel.replace(os.sep, "/"))
+
+
+def parse_memory(text: str) -> int:
+    """ "1g", "512m", "1048576" -> bytes."""
+    value = text.strip().lower().rstrip("b")
+    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(value[-1:], 1)
+    number = value[:-1] if value[-1:] in "kmg" else value
+    return int(float(number) * scale)
+
+
+def resolve_user(spec: str, passwd: bytes | None, group: bytes | None) -> tuple[int, int]:
+    """The (uid, gid) a container's `User` ("name", "uid", "name:group", "uid:gid") runs as.
+
+    As the runtime does it: a user found in /etc/passwd takes its primary group from there; a
+    numeric user that is not found runs with gid 0; a named group is looked up in /etc/group.
+    A name found nowhere raises ValueError (the engine could not run that user either).
+    """
+    user, _, grp = spec.partition(":")
+    uid, gid = 0, 0
+    if user not in ("", "root"):
+        entry = _find_entry(passwd, user, width=4)
+        if entry is not None:
+            uid, gid = int(entry[2]), int(entry[3])
+        elif user.isdigit():
+            uid = int(user)
+        else:
+            raise ValueError(f"user {user!r} is not in the image's /etc/passwd")
+    if grp:
+        if grp.isdigit():
+            gid = int(grp)
+        else:
+            entry = _find_entry(group, grp, width=3)
+            if entry is None:
+                raise ValueError(f"group {grp!r} is not in the image's /etc/group")
+            gid = int(entry[2])
+    return uid, gid
+
+
+def _find_entry(table: bytes | None, key: str, width: int) -> list[str] | None:
+    """The line of /etc/passwd (width 4) or /etc/group (width 3) whose name or id (its third
+    field) is `key`, split on ':'; a line whose id fields are not numbers is skipped."""
+    for line in (table or b"").decode("utf-8", "replace").splitlines():
+        fields = line.split(":")
+        if len(fields) >= width and key in (fields[0], fields[2]) and all(f.isdigit() for f in fields[2:width]):
+            return fields
+    return None

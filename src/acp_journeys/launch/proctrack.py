@@ -1,0 +1,277 @@
+"""Which processes belong to one agent process, on this machine.
+
+Rules of this module: find every process an agent started, also a daemon made with double fork
+and `setsid`, which no parent/child walk from the agent can see. Best first: a cgroup of its own
+(v2, else the v1 `pids` hierarchy), where membership cannot be escaped. Else tracking by descent:
+the runner becomes a child subreaper (orphans are re-parented to it, not to init), and a process
+is the agent's when it descends from the agent's pid, from a process already seen as the agent's,
+or is in the agent's session (the agent starts as a session leader), or carries the agent's
+environment token. No single sign is needed: an MCP SDK starts its stdio servers with a
+whitelisted environment (no token) but as children in the agent's session. Where even the
+subreaper call fails, the method says "descent" and the scan covers every process of the machine.
+It records and kills; it never judges.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import time
+import uuid
+from pathlib import Path
+
+
+import psutil
+
+from acp_journeys.launch.seam import ProcInfo
+
+TOKEN_ENV = "ACP_JOURNEYS_TRACK"
+PR_SET_CHILD_SUBREAPER = 36
+_CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+class TrackingError(Exception):
+    """The tracking asked for cannot be set up on this machine."""
+
+
+class Tracker:
+    """One agent process's group of processes."""
+
+    method = "none"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.token = f"{name}-{uuid.uuid4().hex[:12]}"
+        self.root_pid: int | None = None
+        """The agent's own pid, once started."""
+
+    def env(self) -> dict[str, str]:
+        return {TOKEN_ENV: self.token}
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """The command line that starts `argv` already inside this group."""
+        return argv
+
+    def pids(self) -> list[int]:
+        raise NotImplementedError
+
+    def processes(self) -> list[ProcInfo]:
+        found = []
+        for pid in self.pids():
+            try:
+                proc = psutil.Process(pid)
+                if proc.status() == psutil.STATUS_ZOMBIE:
+                    continue  # dead: only its parent's wait is missing
+                found.append(ProcInfo(pid, tuple(proc.cmdline()), proc.name()))
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+        return found
+
+    def kill_all(self, bound_s: float = 5.0) -> None:
+        deadline = time.monotonic() + bound_s
+        while time.monotonic() < deadline:
+            live = self.processes()
+            if not live:
+                break
+            for info in live:
+                try:
+                    os.kill(info.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            time.sleep(0.05)
+        _reap_orphans()
+
+    def close(self) -> None:
+        self.kill_all()
+
+
+class CgroupTracker(Tracker):
+    def __init__(self, name: str, path: Path, version: int) -> None:
+        super().__init__(name)
+        self.path = path
+        self.method = f"cgroup-v{version}"
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        # The shell joins the cgroup, then becomes the agent (same pid): so the agent is inside
+        # before it can start anything. A preexec hook would do the same but forces a full
+        # fork of the runner for every agent process, which costs far more.
+        return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.path / "cgroup.procs"), *argv]
+
+    def pids(self) -> list[int]:
+        try:
+            return [int(x) for x in (self.path / "cgroup.procs").read_text().split()]
+        except OSError:
+            return []
+
+    def kill_all(self, bound_s: float = 5.0) -> None:
+        kill_file = self.path / "cgroup.kill"
+        if kill_file.exists():
+            try:
+                kill_file.write_text("1")
+            except OSError:
+                pass
+        super().kill_all(bound_s)
+
+    def close(self) -> None:
+        self.kill_all()
+        for _ in range(20):
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.05)
+
+
+class DescentTracker(Tracker):
+    """By descent from the agent's pid, its session and its token (see the module's rules)."""
+
+    def __init__(self, name: str, subreaper: bool) -> None:
+        super().__init__(name)
+        self.subreaper = subreaper
+        self.method = "subreaper" if subreaper else "descent"
+        self._seen: set[tuple[int, float]] = set()
+        """(pid, start time) of every process once seen as the agent's: its orphans stay ours."""
+
+    def pids(self) -> list[int]:
+        # As a subreaper, every orphan of the agent is re-parented under us: our descendants are
+        # enough. Without it, orphans go to init, so every process must be looked at.
+        candidates = psutil.Process().children(recursive=True) if self.subreaper else psutil.process_iter()
+        ours = {pid for pid, _ in self._seen}
+        if self.root_pid is not None:
+            ours.add(self.root_pid)
+        found: list[int] = []
+        for proc in candidates:
+            try:
+                if self._belongs(proc, ours):
+                    found.append(proc.pid)
+                    self._seen.add((proc.pid, proc.create_time()))
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+        return found
+
+    def _belongs(self, proc: psutil.Process, ours: set[int]) -> bool:
+        if proc.pid == os.getpid():
+            return False
+        if (proc.pid, proc.create_time()) in self._seen:
+            return True
+        if self.root_pid is not None:
+            try:
+                if os.getsid(proc.pid) == self.root_pid:
+                    return True
+            except OSError:
+                pass
+        if any(parent.pid in ours for parent in proc.parents()):
+            return True
+        try:
+            return proc.environ().get(TOKEN_ENV) == self.token
+        except (psutil.AccessDenied, psutil.ZombieProcess):
+            return False
+
+
+
+class TrackerFactory:
+    """Picks the best way this machine allows, once per run, and makes one tracker per process."""
+
+    def __init__(self, run_id: str, prefer: str | None = None) -> None:
+        """prefer: None (the best this machine allows), "cgroup" (or TrackingError) or "subreaper"."""
+        self.run_id = run_id
+        self.base: Path | None = None
+        self.version = 0
+        self.subreaper = False
+        if prefer != "subreaper":
+            for version, base in _cgroup_candidates():
+                run_dir = base / "acp-journeys" / run_id
+                try:
+                    run_dir.mkdir(parents=True, exist_ok=True)
+                    probe = run_dir / "probe"
+                    probe.mkdir()
+                    (probe / "cgroup.procs").read_text()
+                    probe.rmdir()
+                except OSError:
+                    continue
+                self.base, self.version = run_dir, version
+                break
+            if self.base is None and prefer == "cgroup":
+                raise TrackingError("--tracking cgroup: no cgroup (v2, or v1 pids) can be made here")
+        if self.base is None:
+            # Never claim a subreaper that failed to set up: the method then says "descent".
+            self.subreaper = become_subreaper()
+        self._count = 0
+
+    @property
+    def method(self) -> str:
+        if self.base is not None:
+            return f"cgroup-v{self.version}"
+        return "subreaper" if self.subreaper else "descent"
+
+    def make(self, name: str) -> Tracker:
+        self._count += 1
+        if self.base is not None:
+            path = self.base / f"{name}-{self._count}"
+            path.mkdir(exist_ok=True)
+            return CgroupTracker(name, path, self.version)
+        return DescentTracker(name, self.subreaper)
+
+    def close(self) -> None:
+        if self.base is None:
+            return
+        for child in sorted(self.base.iterdir(), reverse=True):
+            if child.is_dir():  # the other entries are the cgroup's own control files
+                CgroupTracker("cleanup", child, self.version).close()
+        for path in (self.base, self.base.parent):
+            try:
+                path.rmdir()
+            except OSError:
+                pass
+
+
+def _cgroup_candidates() -> list[tuple[int, Path]]:
+    """Writable places for our cgroups: v2 first (pure or the hybrid `unified` mount), then v1 pids."""
+    out: list[tuple[int, Path]] = []
+    own_v2 = ""
+    own_pids = ""
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if controllers == "":
+                own_v2 = path
+            elif "pids" in controllers.split(","):
+                own_pids = path
+    except OSError:
+        return out
+    if (_CGROUP_ROOT / "cgroup.controllers").exists():
+        out.append((2, _CGROUP_ROOT / own_v2.lstrip("/")))
+    elif (_CGROUP_ROOT / "unified" / "cgroup.procs").exists():
+        out.append((2, _CGROUP_ROOT / "unified" / own_v2.lstrip("/")))
+    if (_CGROUP_ROOT / "pids" / "cgroup.procs").exists():
+        out.append((1, _CGROUP_ROOT / "pids" / own_pids.lstrip("/")))
+    return out
+
+
+def become_subreaper() -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _reap_orphans() -> None:
+    """Reap zombies re-parented to us (as a subreaper) that no asyncio watcher waits for."""
+    try:
+        children = psutil.Process().children()
+    except psutil.Error:
+        return
+    for child in children:
+        try:
+            if child.status() == psutil.STATUS_ZOMBIE and child.pid not in OWN_CHILDREN:
+                os.waitpid(child.pid, os.WNOHANG)
+        except (psutil.Error, ChildProcessError, OSError):
+            continue
+
+
+OWN_CHILDREN: set[int] = set()
+"""Pids of the processes we started ourselves; their exit belongs to asyncio's child watcher."""

@@ -1,1 +1,0 @@
-"""What users read: the console table, result.json, JUnit and the GitHub summary."""

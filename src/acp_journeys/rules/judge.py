@@ -1,0 +1,531 @@
+"""The judge: evidence in, verdict and failures out.
+
+Rules of this module: a pure function of `JourneyEvidence` (plus the --strict flag and the docs
+URL). It never touches a process, a file or a clock. `run` calls it at the end of each journey and
+`verify` calls it on the evidence stored in result.json, so a hand-edited verdict changes nothing.
+Each check reports only what its evidence shows: a journey that stopped early is failed by the
+cause that stopped it, not by a pile of checks that never ran.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from acp_journeys.rules import catalog, prompts
+from acp_journeys.rules.evidence import (
+    Failure,
+    JourneyEvidence,
+    McpCallEvidence,
+    ProcessEvidence,
+    RunResult,
+    TurnEvidence,
+)
+from acp_journeys.rules.model_requests import NO_REQUEST, RequestRecord, explains, hints, stub_failures
+
+EXIT_BOUND_S = 10.0
+"""Rondar: the agent ends by itself in 10 seconds after its input closes."""
+CANCEL_BOUND_S = 30.0
+"""Rondar: the stop reason `cancelled` in 30 seconds or less after session/cancel."""
+COMMAND_LIMIT = 120
+"""How much of a leftover's command line a failure shows."""
+
+Verdict = Literal["pass", "fail", "error"]
+
+
+@dataclass
+class Judgement:
+    verdict: Verdict
+    failures: list[Failure] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def failure_ids(self) -> list[str]:
+        return [f.id for f in self.failures]
+
+
+class _Findings:
+    """Collects failures for one journey, each id once (details joined)."""
+
+    def __init__(self, journey_id: str, docs_url: str, strict: bool = False) -> None:
+        self.journey_id = journey_id
+        self.docs_url = docs_url
+        self.strict = strict
+        self.items: dict[str, Failure] = {}
+        self.warnings: list[str] = []
+
+    def add_strict(self, failure_id: str, detail: str) -> None:
+        """A check where Rondar's page names no rule: a failure only with --strict, else a warning."""
+        if self.strict:
+            self.add(failure_id, detail)
+        else:
+            self.warnings.append(f"{failure_id} (fails only with --strict): {detail}")
+
+    def add(self, failure_id: str, detail: str) -> None:
+        if failure_id in self.items:
+            old = self.items[failure_id]
+            if detail and detail not in old.detail:
+                old.detail = f"{old.detail}; {detail}" if old.detail else detail
+            return
+        kind = catalog.FAILURES[failure_id]
+        anchor = catalog.anchor_for(failure_id, self.journey_id)
+        self.items[failure_id] = Failure(
+            id=failure_id, message=kind.message, doc=catalog.doc_link(anchor, self.docs_url), detail=detail
+        )
+
+
+class _Float(str):
+    """A JSON number token with a fraction or exponent, kept apart from integers."""
+
+
+def read_protocol_version(raw: str) -> tuple[bool, str]:
+    """Whether the raw initialize answer has protocolVersion 1 as a JSON integer, and what it had."""
+    try:
+        message = json.loads(raw, parse_float=_Float)
+    except ValueError as exc:
+        return False, f"the answer is not JSON ({exc})"
+    if not isinstance(message, dict):
+        return False, "the answer is not a JSON object"
+    if "error" in message:
+        return False, f"initialize answered with an error: {_short(message['error'])}"
+    result = message.get("result")
+    if not isinstance(result, dict) or "protocolVersion" not in result:
+        return False, "the answer has no result.protocolVersion"
+    version = result["protocolVersion"]
+    if isinstance(version, _Float):
+        return False, f"protocolVersion is {version}, a number with a fraction; send the integer 1"
+    if isinstance(version, str):
+        return False, f"protocolVersion is the string {json.dumps(version)}; send the number 1"
+    if type(version) is not int:
+        return False, f"protocolVersion is {_short(version)}; send the number 1"
+    if version != 1:
+        return False, f"protocolVersion is {version}; this check speaks ACP v1"
+    return True, "1"
+
+
+def judge_journey(evidence: JourneyEvidence, *, strict: bool = False,
+                  docs_url: str = catalog.DEFAULT_DOCS_URL) -> Judgement:
+    findings = _Findings(evidence.journey, docs_url, strict)
+    warnings = findings.warnings
+    if evidence.runner_error:
+        findings.add("runner-error", evidence.runner_error)
+        return Judgement("error", list(findings.items.values()), warnings)
+    if evidence.interrupted:
+        findings.add("interrupted", evidence.stopped_early or "")
+        return Judgement("error", list(findings.items.values()), warnings)
+
+    for process in evidence.processes:
+        _check_process(process, findings)
+    for request in evidence.requests:
+        _check_request(request, findings)
+    _JOURNEY_CHECKS[evidence.journey](evidence, findings)
+
+    for warning in evidence.protocol_warnings:
+        text = f"process {warning.process + 1} at {warning.at:.1f}s: {warning.kind}: {warning.message}"
+        warnings.append(text)
+        if strict and warning.kind == "schema":
+            findings.add("schema-violation", warning.message)
+        elif strict and warning.kind in ("not-json", "too-long", "not-jsonrpc"):
+            findings.add("stdout-not-protocol", warning.message)
+    for turn in evidence.turns:
+        if turn.late_updates:
+            warnings.append(f"turn {turn.name}: updates after the answer to session/prompt: "
+                            + ", ".join(f"{k} x{v}" for k, v in sorted(turn.late_updates.items())))
+        for req in turn.agent_requests:
+            warnings.append(f"turn {turn.name}: refused the agent's request {req.method} "
+                            f"(error {req.error_code}; no client capability was advertised)")
+
+    # A journey that stopped early always fails, even if no check above names the cause.
+    if evidence.stopped_early and not findings.items:
+        findings.add("timeout", evidence.stopped_early)
+    # Nothing failed and nothing stopped it: then its evidence must hold all that a pass needs.
+    missing = missing_evidence(evidence)
+    if missing and (not findings.items or any(m.startswith("marker") for m in missing)):
+        findings.add("evidence-incomplete", "; ".join(missing))
+    if evidence.model_stub_used:
+        ours = model_stub_failures(evidence.model_requests)
+        if ours and findings.items:
+            # The scripted model refused or broke on a request of the agent: the journey failed
+            # because of acp-journeys, so it is our error and the agent's failures are not its.
+            first = ours[0]
+            detail = (f"the model stub (acp-journeys' scripted model) answered {len(ours)} request(s) of the agent "
+                      f"with an error, first {first['status']} {first.get('error') or ''}; the journey would "
+                      f"otherwise fail with {', '.join(findings.items)}").strip()
+            return Judgement("error", [_runner_error(evidence.journey, docs_url, detail)], warnings)
+        for request in ours:
+            warnings.append(f"model endpoint: the stub answered a request with {request['status']} "
+                            f"(acp-journeys' failure): {request.get('error') or ''}")
+        # What reached the scripted model says why the agent's plumbing failed.
+        for hint in model_hints(evidence.model_requests):
+            # Each hint only with the failures it explains (never a leftover process, say), and
+            # no request to the model is no news in a journey that never sent a prompt.
+            if hint == NO_REQUEST and not evidence.turns:
+                continue
+            warnings.append(f"model endpoint: {hint}")
+            for failure in findings.items.values():
+                if failure.id not in explains(hint):
+                    continue
+                failure.detail = f"{failure.detail}; model endpoint: {hint}" if failure.detail else \
+                    f"model endpoint: {hint}"
+    verdict: Verdict = "fail" if findings.items else "pass"
+    return Judgement(verdict, list(findings.items.values()), warnings)
+
+
+def model_stub_failures(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The model requests that the stub failed to serve (4xx or 5xx of ours)."""
+    failed = {r.seq for r in stub_failures([RequestRecord.from_dict(r) for r in requests])}
+    return [r for r in requests if r.get("seq") in failed]
+
+
+def _runner_error(journey_id: str, docs_url: str, detail: str) -> Failure:
+    findings = _Findings(journey_id, docs_url)
+    findings.add("runner-error", detail)
+    return findings.items["runner-error"]
+
+
+# --- what a pass needs in the evidence -----------------------------------------------------------
+
+_TURNS = {
+    "turn-to-end": ("reply",), "follow-up-same-session": ("remember", "ask"),
+    "follow-up-after-restart": ("remember", "ask"), "image-and-file": ("image",),
+    "stop-running-turn": ("sleep",), "plan-turn-saved-plan": ("plan",),
+    "plan-regular-plan": ("plan", "regular", "plan-again"),
+}
+_MARKERS = {
+    "turn-to-end": ("reply",), "follow-up-same-session": ("word",), "follow-up-after-restart": ("word",),
+    "image-and-file": ("file",), "plan-turn-saved-plan": ("input",), "plan-regular-plan": ("input",),
+}
+
+
+def missing_evidence(e: JourneyEvidence) -> list[str]:
+    """What a journey's evidence lacks for a pass: the turns its script sends, each answered; its
+    agent processes, each answered initialize and ended; the markers its checks look for."""
+    missing = [f"marker {name!r}" for name in _MARKERS.get(e.journey, ()) if not e.markers.get(name)]
+    needed = catalog.JOURNEYS_BY_ID[e.journey].processes
+    if len(e.processes) < needed:
+        missing.append(f"{needed} agent process(es), {len(e.processes)} recorded")
+    for p in e.processes:
+        if p.initialize_raw is None or (p.exited_at is None and p.killed_after is None):
+            missing.append(f"process {p.index + 1}: its answer to initialize and its end")
+    for name in _TURNS.get(e.journey, ()):
+        turn = _turn(e, name)
+        if turn is None:
+            missing.append(f"turn {name}")
+        elif turn.answered_at is None:
+            missing.append(f"turn {name}: its answer")
+        elif not 0 <= turn.process < len(e.processes):
+            missing.append(f"turn {name}: its process")
+    if e.journey.startswith("plan-") and e.plan_switch is None:
+        missing.append("the session's modes (plan_switch)")
+    return missing
+
+
+def model_hints(requests: list[dict[str, Any]]) -> list[str]:
+    try:
+        return hints([RequestRecord.from_dict(r) for r in requests])
+    except (TypeError, ValueError, AttributeError, KeyError):  # a hand-made record: no hint, no crash
+        return ["the records of the model endpoint cannot be read"]
+
+
+def judge_result(result: RunResult) -> RunResult:
+    """The same run with every journey's verdict and failures computed again from its evidence."""
+    journeys = []
+    for journey in result.journeys:
+        judgement = judge_journey(journey.evidence, strict=result.strict, docs_url=result.docs_url)
+        journeys.append(journey.model_copy(update={
+            "verdict": judgement.verdict, "failures": judgement.failures, "warnings": judgement.warnings,
+        }))
+    passed = sum(1 for j in journeys if j.verdict == "pass")
+    verdict = "pass" if journeys and passed == len(journeys) and not result.partial else "fail"
+    return result.model_copy(update={
+        "journeys": journeys, "passed": passed, "failed": len(journeys) - passed, "verdict": verdict,
+    })
+
+
+# --- the checks on every agent process (#step-2) -------------------------------------------
+
+def _check_process(p: ProcessEvidence, f: _Findings) -> None:
+    label = f"process {p.index + 1}"
+    if p.start_error:
+        f.add("agent-exited", f"{label} could not start: {p.start_error}")
+        return
+    if p.initialize_raw is not None:
+        ok, what = read_protocol_version(p.initialize_raw)
+        if not ok:
+            f.add("initialize-protocol-version", f"{label}: {what}")
+    elif p.initialize_sent_at is not None:
+        if p.initialize_timed_out:
+            f.add("initialize-protocol-version", f"{label}: no answer to initialize within the bound")
+        else:
+            f.add("initialize-protocol-version",
+                  f"{label} ended before it answered initialize (exit code {p.exit_code})")
+    if p.exited_before_stdin_close and p.exited_at is not None:
+        f.add("agent-exited", f"{label} exited with code {p.exit_code} at {p.exited_at:.1f}s, "
+                              "before its input was closed")
+    elif p.stdin_closed_at is not None:
+        during = " (a turn was running)" if p.turn_running_at_close else ""
+        if p.killed_after is not None:
+            f.add("no-exit-after-stdin-close",
+                  f"{label} was still running {p.killed_after:.0f}s after its input closed{during}; killed")
+        elif p.exited_at is not None and p.exited_at - p.stdin_closed_at > EXIT_BOUND_S:
+            f.add("no-exit-after-stdin-close",
+                  f"{label} ended {p.exited_at - p.stdin_closed_at:.1f}s after its input closed{during}")
+    if p.leftovers:
+        listed = ", ".join(f"pid {x.pid} `{one_line(x.command, COMMAND_LIMIT)}`" for x in p.leftovers[:5])
+        more = f" and {len(p.leftovers) - 5} more" if len(p.leftovers) > 5 else ""
+        f.add("process-left", f"{label} left {listed}{more}")
+
+
+def _check_request(r, f: _Findings) -> None:
+    if r.method == "session/new":
+        if r.error is not None:
+            f.add("session-new-error", f"error {_short(r.error)}")
+        elif r.timed_out:
+            f.add("timeout", "session/new got no answer within the bound")
+    elif r.method == "session/load":
+        if r.error is not None:
+            f.add("session-load-error", f"error {_short(r.error)}")
+        elif r.timed_out:
+            f.add("timeout", "session/load got no answer within the bound")
+    elif r.method in ("session/set_mode", "session/set_config_option"):
+        if r.error is not None:
+            f.add("set-mode-error", f"{r.method} {_short(r.params)} answered error {_short(r.error)}")
+        elif r.timed_out:
+            f.add("timeout", f"{r.method} got no answer within the bound")
+
+
+# --- the turns --------------------------------------------------------------------------------
+
+def _turn(e: JourneyEvidence, name: str) -> TurnEvidence | None:
+    return next((t for t in e.turns if t.name == name), None)
+
+
+def _turn_ended(t: TurnEvidence, f: _Findings, expected: str = "end_turn", *, named: bool = True) -> bool:
+    """Checks how a turn ended; True when it ended in a way whose reply can be judged.
+
+    named: the doc names the stop reason of this turn (#step-3, #step-4); elsewhere another stop
+    reason is a warning that fails only with --strict."""
+    if t.agent_exited:
+        f.add("agent-exited", f"the agent ended during turn {t.name}")
+        return False
+    if t.timed_out:
+        f.add("timeout", f"turn {t.name}: session/prompt got no answer within the bound")
+        return False
+    if t.error is not None:
+        f.add("prompt-error", f"turn {t.name}: {_short(t.error)}")
+        return False
+    if t.stop_reason != expected:
+        detail = f"turn {t.name}: stopReason {_short(t.stop_reason)}, expected {expected}"
+        if named:
+            f.add("stop-reason", detail)
+        else:
+            f.add_strict("stop-reason", detail)
+    return True
+
+
+def _reply_holds(t: TurnEvidence, needle: str, failure_id: str, f: _Findings, *, ignore_case: bool = False,
+                 what: str = "") -> None:
+    haystack = t.reply_text.lower() if ignore_case else t.reply_text
+    if (needle.lower() if ignore_case else needle) in haystack:
+        return
+    if t.update_counts.get("agent_message_chunk", 0) == 0:
+        where = " (it came in agent_thought_chunk)" if needle in t.thought_text else ""
+        f.add("reply-not-in-chunks", f"turn {t.name}: no agent_message_chunk text{where}")
+        return
+    f.add(failure_id, f"turn {t.name}: the reply {_quote(t.reply_text)} does not hold {what or needle}")
+
+
+def _check_turn_to_end(e: JourneyEvidence, f: _Findings) -> None:
+    t = _turn(e, "reply")
+    if t and _turn_ended(t, f):
+        _reply_holds(t, e.markers.get("reply") or "\0no-marker", "reply-missing-marker", f)
+
+
+def _check_same_session(e: JourneyEvidence, f: _Findings) -> None:
+    first, ask = _turn(e, "remember"), _turn(e, "ask")
+    if first:
+        _turn_ended(first, f)
+    if ask and _turn_ended(ask, f):
+        _reply_holds(ask, e.markers.get("word") or "\0no-marker", "reply-missing-word", f)
+
+
+def _check_after_restart(e: JourneyEvidence, f: _Findings) -> None:
+    first = _turn(e, "remember")
+    if first:
+        _turn_ended(first, f, named=False)
+    if len(e.processes) >= 2:
+        caps = e.processes[1].agent_capabilities
+        if caps is not None and caps.get("loadSession") is not True:
+            f.add("no-load-session", f"process 2: agentCapabilities.loadSession is "
+                                     f"{_short(caps.get('loadSession'))}")
+    ask = _turn(e, "ask")
+    if ask and _turn_ended(ask, f, named=False):
+        _reply_holds(ask, e.markers.get("word") or "\0no-marker", "reply-missing-word", f)
+
+
+def _check_image_and_file(e: JourneyEvidence, f: _Findings) -> None:
+    if e.processes:
+        caps = e.processes[0].agent_capabilities
+        if caps is not None:
+            prompt_caps = caps.get("promptCapabilities")
+            image = prompt_caps.get("image") if isinstance(prompt_caps, dict) else None
+            if image is not True:
+                f.add("no-image-capability", f"promptCapabilities.image is {_short(image)}")
+    t = _turn(e, "image")
+    word = e.markers.get("file") or "\0no-marker"
+    if t and _turn_ended(t, f, named=False):
+        _reply_holds(t, word, "reply-missing-word", f, what=f"the word of the file {word}")
+        # "red" as a word of its own, not inside the file word or "hundred"
+        rest = t.reply_text.replace(word, " ")
+        if "reply-not-in-chunks" not in f.items and not re.search(r"\bred\b", rest, re.IGNORECASE):
+            _reply_holds(t, "\0no-such-text", "reply-missing-red", f, what='the colour "red"')
+
+
+def _check_stop(e: JourneyEvidence, f: _Findings) -> None:
+    t = _turn(e, "sleep")
+    if t is None:
+        return
+    if t.agent_exited:
+        f.add("agent-exited", "the agent ended during turn sleep")
+        return
+    if t.cancel_sent_at is None:
+        if t.timed_out:
+            f.add("timeout", "turn sleep: no answer within the bound")
+        elif t.error is not None:
+            f.add("prompt-error", f"turn sleep: {_short(t.error)}")
+        else:
+            f.add("sleep-never-started", f"the turn ended with {_short(t.stop_reason)} before the "
+                                         "command ran")
+        return
+    if t.cancel_trigger == "bound":
+        f.add("sleep-never-started", "cancelled at the turn's bound")
+    elif t.cancel_trigger == "tool_call":
+        f.warnings.append(f"session/cancel went out at {t.cancel_sent_at:.1f}s on a tool call about the sleep "
+                          "reported in_progress: no `sleep 120` process was seen among the agent's processes")
+    stop_at = t.answered_at if t.answered_at is not None else float("inf")
+    shown = [c for c in t.tool_calls if c.at <= stop_at] or [p for p in t.permissions if p.at <= stop_at]
+    if not shown:
+        f.add("no-tool-call-before-cancel", "no tool_call update and no permission request in the turn")
+    if t.answered_at is None or t.answered_at - t.cancel_sent_at > CANCEL_BOUND_S:
+        took = "no answer" if t.answered_at is None else f"{t.answered_at - t.cancel_sent_at:.1f}s"
+        f.add("cancel-too-slow", f"session/cancel at {t.cancel_sent_at:.1f}s; the turn's answer: {took}")
+    elif t.error is not None:
+        f.add("prompt-error", f"turn sleep: {_short(t.error)}")
+    elif t.stop_reason != "cancelled":
+        f.add("stop-reason", f"after session/cancel the stopReason was {_short(t.stop_reason)}, "
+                             "expected cancelled")
+    if t.sleep_left:
+        f.add("sleep-left", ", ".join(f"pid {x.pid} `{one_line(x.command, 60)}`" for x in t.sleep_left))
+
+
+def _plan_id(call: McpCallEvidence) -> str | None:
+    result = call.result
+    if isinstance(result, dict) and isinstance(result.get("id"), str):
+        return result["id"]
+    return None
+
+
+def _check_plan_turn(t: TurnEvidence, title: str, input_word: str, f: _Findings, *, full: bool) -> None:
+    """full: Rondar's #step-8 (get_plan and the id in the reply); else #step-9 (the plan is saved)."""
+    if not _turn_ended(t, f, named=False):
+        return
+    creates = [c for c in t.mcp_calls if c.tool == "create_plan"]
+    good = [c for c in creates if not c.is_error and c.arguments.get("title") == title
+            and (not full or input_word in str(c.arguments.get("description", "")))]
+    if not good:
+        seen = "; ".join(f"{c.tool}({_short(c.arguments)})" for c in t.mcp_calls) or "no call of the rondar server"
+        f.add("create-plan-not-called", f"turn {t.name}: expected title {json.dumps(title)}"
+                                        f"{' and the cat output ' + input_word if full else ''}; seen: {seen}")
+        return
+    # A model that retries may save the same plan twice: any good create_plan is "that plan".
+    plan_ids = [i for i in (_plan_id(c) for c in good) if i is not None]
+    if not full or not plan_ids:
+        return
+    got = [v for c in t.mcp_calls if c.tool == "get_plan" for v in c.arguments.values() if v in plan_ids]
+    if not got:
+        f.add("get-plan-not-called", f"turn {t.name}: no get_plan with {' or '.join(plan_ids)}")
+    # The reply names the plan that get_plan read back, else any plan of a good create_plan.
+    wanted = [i for i in plan_ids if i in got] or plan_ids
+    held = next((i for i in wanted if i in t.reply_text), None)
+    _reply_holds(t, held or wanted[-1], "reply-missing-plan-id", f, what=f"the plan ID {' or '.join(wanted)}")
+
+
+def _check_plan_mode_found(e: JourneyEvidence, f: _Findings) -> bool:
+    switch = e.plan_switch
+    if switch is None:
+        return False  # session/new never answered; reported elsewhere
+    if switch.how is None:
+        offered = ", ".join(switch.offered_modes + switch.offered_config_values) or "nothing"
+        f.add("no-plan-mode", f"session/new offered: {offered}")
+        return False
+    return True
+
+
+def _check_plan_saved(e: JourneyEvidence, f: _Findings) -> None:
+    if not _check_plan_mode_found(e, f):
+        return
+    t = _turn(e, "plan")
+    if t is None:
+        return
+    _check_plan_turn(t, prompts.PLAN_TITLE_SAVED_PLAN, e.markers.get("input") or "\0no-marker", f, full=True)
+    if t.workspace_before is not None and t.workspace_after is not None:
+        changes = _workspace_changes(t.workspace_before, t.workspace_after)
+        if changes:
+            f.add("plan-changed-workspace", ", ".join(changes[:10]))
+
+
+def _check_plan_regular_plan(e: JourneyEvidence, f: _Findings) -> None:
+    if not _check_plan_mode_found(e, f):
+        return
+    for name in ("plan", "plan-again"):
+        t = _turn(e, name)
+        if t is not None:
+            _check_plan_turn(t, prompts.PLAN_TITLE_PLAN_REGULAR_PLAN, e.markers.get("input") or "\0no-marker", f,
+                             full=False)
+    regular = _turn(e, "regular")
+    if regular is not None and _turn_ended(regular, f, named=False) and regular.target_file_exists is not True:
+        f.add("regular-file-missing", f"{regular.target_file} does not exist after the regular turn")
+
+
+def _workspace_changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    changes = [f"new {p}" for p in sorted(after.keys() - before.keys())]
+    changes += [f"removed {p}" for p in sorted(before.keys() - after.keys())]
+    changes += [f"changed {p}" for p in sorted(before.keys() & after.keys()) if before[p] != after[p]]
+    return changes
+
+
+_JOURNEY_CHECKS = {
+    "turn-to-end": _check_turn_to_end,
+    "follow-up-same-session": _check_same_session,
+    "follow-up-after-restart": _check_after_restart,
+    "image-and-file": _check_image_and_file,
+    "stop-running-turn": _check_stop,
+    "plan-turn-saved-plan": _check_plan_saved,
+    "plan-regular-plan": _check_plan_regular_plan,
+}
+assert set(_JOURNEY_CHECKS) == set(catalog.JOURNEY_IDS)
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    try:
+        text = json.dumps(value, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return _clip(text, limit)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def one_line(command: str, limit: int) -> str:
+    """A command line as failures show it: every run of whitespace (a title padded with spaces,
+    the lines of a `python -c` source) one space, then clipped. result.json keeps the full argv."""
+    return _clip(" ".join(command.split()), limit)
+
+
+def _quote(text: str) -> str:
+    return json.dumps(_clip(text, 120))
+
