@@ -23,7 +23,7 @@ import time
 import uuid
 
 from acp_journeys.rules import catalog
-from acp_journeys.cli import reference_agent_path
+from acp_journeys.cli.run import reference_agent_path
 from acp_journeys.editor.session import Bounds
 from acp_journeys.launch import LocalLauncher
 from acp_journeys.output.console import Progress

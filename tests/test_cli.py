@@ -176,7 +176,7 @@ def test_a_runner_error_is_exit_2_not_a_finding_about_the_agent(tmp_path):
 
 
 def test_relative_paths_of_the_command_are_taken_from_where_it_runs(tmp_path):
-    from acp_journeys.cli import absolute_paths
+    from acp_journeys.cli.run import absolute_paths
 
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "agent.py").write_text("")

@@ -143,3 +143,12 @@ def test_a_stopped_run_removes_every_journey_folder(tmp_path: Path) -> None:
     # Also the TMPDIR that the agent made read-only with a file in it (which stops a plain rm -rf
     # of a user that is not root).
     assert list(runner_tmp.iterdir()) == []
+
+
+def test_the_sandbox_shares_the_session_files_folder_that_the_prompts_name() -> None:
+    # Two constants because launch/ and rules/ may not import each other: this holds them equal.
+    from acp_journeys.launch import SESSION_FILES_DIR
+    from acp_journeys.rules import prompts
+
+    assert SESSION_FILES_DIR == prompts.SESSION_FILES_DIR
+    assert prompts.NOTE_PATH.startswith(SESSION_FILES_DIR + "/")

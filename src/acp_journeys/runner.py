@@ -4,6 +4,8 @@ Rules of this module: it wires the parts (launcher, MCP hub, journey scripts, ju
 run's lifetime. Whatever happens inside a journey, the journey ends with its agent processes
 closed, its leftovers killed and its sandbox removed, also when the run is cancelled (Ctrl-C or
 SIGTERM): then the journeys still running are marked interrupted and the result is partial.
+
+It must not know the command line (cli/ builds its RunConfig) nor how results are printed beyond progress.
 """
 
 from __future__ import annotations

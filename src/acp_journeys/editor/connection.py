@@ -4,6 +4,8 @@ Rules of this module: it moves bytes between an `AgentProcess` and the sans-IO p
 keeps the transcript and the stderr tail, validates every frame from the agent against the schema
 (violations become warnings), and hands notifications and the agent's requests to callbacks.
 A broken agent (garbage, huge lines, a crash) is recorded, never raised.
+
+It must not know which launcher made the process (it sees `launch.AgentProcess`) nor any journey.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Rules of this module: pure decisions from the request and the journey's state; no I/O. The
 answer picks one of the options the agent offered, by kind: allow_once/allow_always to allow,
 reject_once/reject_always to refuse. After session/cancel every request is answered cancelled.
+
+It must not know the connection or the journeys' scripts: a request and a policy name in, an answer out.
 """
 
 from __future__ import annotations

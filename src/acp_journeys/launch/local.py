@@ -11,6 +11,8 @@ XDG_RUNTIME_DIR, XDG_CACHE_HOME and XDG_STATE_HOME (and its own HOME when asked,
 daemon that an agent keeps in $TMPDIR is never shared by two journeys. The agent starts with a
 minimal environment (`MINIMAL_ENV`) plus what the journey sets plus --env and --setting, unless
 the run inherits the runner's whole environment.
+
+It must not know ACP, the journeys or the judge: it starts processes and reports what it sees.
 """
 
 from __future__ import annotations

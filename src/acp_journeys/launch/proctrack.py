@@ -10,6 +10,8 @@ environment token. No single sign is needed: an MCP SDK starts its stdio servers
 whitelisted environment (no token) but as children in the agent's session. Where even the
 subreaper call fails, the method says "descent" and the scan covers every process of the machine.
 It records and kills; it never judges.
+
+It must not know ACP or any sandbox: pids and processes of this machine only.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ Rules of this module: never block and never read past the bound. A FIFO is opene
 blocking and refused, as are folders and devices (`/dev/zero`); the size is checked before
 reading and again while reading (a file that grows). Errors are `UnreadableFile` with a message
 that names the path; callers turn them into exit 2.
+
+It must not know what the bytes mean: the caller parses them.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Every field read from a result (ids, messages, details, links) is printed through
 `logtext.one_line`: no line break or control character of the agent's reaches the log.
+
+It must not know the launcher or the editor: a result (or progress lines) in, text out.
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ Rules of this module:
 - Every text goes through ElementTree's escaping, after characters that XML 1.0 forbids (and
   lone surrogates) are removed, so the file always parses.
 - The file is written whole or not at all (a temporary file, then a rename).
+
+It must not know how the run went beyond the result (and its baseline outcome) it is given.
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ Rules of this module:
 - The text is at most `limit` characters. It is cut only between blocks (a table row, a line,
   a whole fenced block, or a fenced block shortened to its tail and closed), never inside an
   escape, and then ends with the line "… summary cut at N characters; see result.json".
+
+It must not know GitHub's API (github.py posts) nor any file: a result in, text out.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ number; in a raw JSON line it masks inside string tokens only, so the line still
 that is exactly a word of the public protocol (an ACP field name or enumeration value) or a text of
 our own prompts is left as it is: it carries no secret, and the judge reads such words.
 Masking prevents accidents; it does not stop a hostile agent that encodes a secret.
+
+It must not know the run or the launcher: strings and JSON in, masked strings and JSON out.
 """
 
 from __future__ import annotations

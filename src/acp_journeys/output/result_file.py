@@ -2,6 +2,8 @@
 
 Rules of this module: a file that is not a valid result raises `ResultFileError` with a message
 that says what is wrong (verify exits 2 with it, never a traceback).
+
+It must not know how a run is driven: it reads and writes the file, masked and judged as verify will.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ and the judge reads them as they were (fields typed as a `Literal` are ours too)
 string is masked: the agent's text, its JSON (keys too) and the user's command. Raw JSON lines of
 the agent are masked inside their string tokens only, so the judge still parses them. Markers are
 masked like the replies that hold them, so "the reply holds the marker" reads the same.
+
+It must not know how the evidence was gathered: the result's models in, a masked copy out.
 """
 
 from __future__ import annotations

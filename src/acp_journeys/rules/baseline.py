@@ -17,6 +17,8 @@ Rules of this module:
   (`journey:failure-id`). An entry whose journey did not run is unchecked: neither used nor stale.
 - Under a baseline the run passes only when it has no new failure, no stale entry and is not
   partial. Every finding has a message that names the entry (its id and its line).
+
+It must not read the file itself: `output.bounded_file.load_baseline` hands it the text.
 """
 
 from __future__ import annotations

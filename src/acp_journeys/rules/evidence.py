@@ -3,6 +3,8 @@
 Rules of this module: pydantic models and nothing else. Times are seconds since the journey
 started. A journey fills these in; `judge.judge_journey` reads them; result.json stores them, so
 `verify` can judge the same facts again. Anything the judge decides on must be here.
+
+It must not know how evidence is gathered (editor) or shown (output): types only.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ URL). It never touches a process, a file or a clock. `run` calls it at the end o
 `verify` calls it on the evidence stored in result.json, so a hand-edited verdict changes nothing.
 Each check reports only what its evidence shows: a journey that stopped early is failed by the
 cause that stopped it, not by a pile of checks that never ran.
+
+It must not know processes, sockets, the model stub's server or any file: only `rules/`.
 """
 
 from __future__ import annotations

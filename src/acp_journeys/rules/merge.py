@@ -7,6 +7,8 @@ two parts. The evidence of the merged result is the union of the parts' evidence
 its verdicts are the judge's (`judge_result`), so `verify` on it says what one run of all the
 journeys would have said. Facts that differ between jobs without changing the conditions (the
 machine, the launch details such as the image id) are kept per part.
+
+It must not read or write files: `cli/merge.py` does, around it.
 """
 
 from __future__ import annotations

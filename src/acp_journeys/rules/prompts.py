@@ -2,6 +2,8 @@
 
 Rules of this module: plain functions of the markers and paths; no I/O. The bundled reference
 agent and the scripted model endpoint recognise these sentences, so change them only together.
+
+It must not know the agent, the wire or the judge: only the words the journeys send.
 """
 
 from __future__ import annotations

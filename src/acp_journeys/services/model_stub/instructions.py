@@ -1,7 +1,7 @@
 """Reading a conversation: the newest journey instruction, the turn it opens, side requests.
 
 Rules of this module: pure functions of a `Conversation`; no I/O.
-- The instruction is the LAST journey sentence (see acp_journeys/prompts.py) in the newest
+- The instruction is the LAST journey sentence (see acp_journeys/rules/prompts.py) in the newest
   user or system message that holds one. Agents prepend reminder blocks to the prompt, merge the
   text of a cancelled turn into the next message, append reminders after it, and some send the
   prompt last with the `system` role; taking the last journey sentence copes with all of these.

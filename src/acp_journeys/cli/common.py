@@ -1,0 +1,112 @@
+"""What the commands share: the exit codes, the usage error, and the steps that `run`, `verify`
+and `report` take alike (reading a result, judging it, loading a baseline, publishing).
+
+Rules of this module: no command of its own; every error the user can fix is a `UsageError`
+(exit 2, one line, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from acp_journeys.output.logtext import one_line
+from acp_journeys.rules import catalog
+
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    pass
+
+
+def add_report_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--junit", metavar="PATH", help="also write a JUnit XML report")
+    parser.add_argument("--html", metavar="OUT", help="also write a self-contained HTML report with a timeline "
+                                                      "of each journey")
+    parser.add_argument("--baseline", metavar="FILE",
+                        help="expected failures (YAML): pass when only these fail; a stale entry fails")
+
+
+def journey_ids(ids: list[str]) -> list[str]:
+    unknown = [j for j in ids if j not in catalog.JOURNEYS_BY_ID]
+    if unknown:
+        raise UsageError(f"unknown journey {', '.join(unknown)}; the journeys are: {', '.join(catalog.JOURNEY_IDS)}")
+    return list(dict.fromkeys(ids))
+
+
+def load_baseline(path: str | None):
+    if not path:
+        return None
+    from acp_journeys.output.bounded_file import load_baseline
+    from acp_journeys.rules.baseline import BaselineError
+
+    try:
+        return load_baseline(path)
+    except BaselineError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"--baseline {path}: {exc.strerror or exc}") from None
+
+
+def publish(result, args: argparse.Namespace, baseline) -> int:
+    """The table, the baseline's word and the JUnit file; returns the exit code of the verdict."""
+    from acp_journeys.output import console
+
+    print(console.table(result))
+    outcome = None
+    verdict = result.verdict
+    if baseline is not None:
+        from acp_journeys.rules.baseline import apply_baseline
+
+        outcome = apply_baseline(result, baseline)
+        print("")
+        for message in outcome.messages:
+            print(f"baseline: {one_line(message)}")
+        print(f"verdict under the baseline: {outcome.verdict.upper()}")
+        verdict = outcome.verdict
+    if args.junit:
+        from acp_journeys.output.junit import write_junit
+
+        write_junit(result, args.junit, docs_url=result.docs_url, baseline=outcome)
+        print(f"junit: {args.junit}")
+    if args.html and not write_html(result, args.html, result.docs_url, outcome):
+        return EXIT_USAGE
+    ours = [j.id for j in result.journeys if any(f.id == "runner-error" for f in j.failures)]
+    if ours:
+        # Our own failure is no finding about the agent: a gate must not blame the agent for it.
+        print(f"acp-journeys: error: acp-journeys itself failed in {one_line(', '.join(ours))} (not a finding about "
+              "the agent); see runner_error in the result", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_PASS if verdict == "pass" else EXIT_FAIL
+
+
+def write_html(result, path: str, docs_url: str, outcome) -> bool:
+    from acp_journeys.output.html.report import write_html
+
+    try:
+        write_html(result, path, docs_url=docs_url, baseline=outcome)
+    except OSError as exc:
+        print(f"acp-journeys: error: cannot write the HTML report {path}: {exc.strerror or exc}", file=sys.stderr)
+        return False
+    print(f"html: {path}")
+    return True
+
+
+def read_result(path: str):
+    from acp_journeys.output import result_file
+
+    try:
+        return result_file.read(path)
+    except result_file.ResultFileError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def judged(stored, path: str):
+    """The verdict from the evidence; evidence that the judge cannot read is a bad file (exit 2)."""
+    from acp_journeys.rules.judge import judge_result
+
+    try:
+        return judge_result(stored)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        raise UsageError(f"{path}: its evidence cannot be judged ({type(exc).__name__}: {exc})") from None

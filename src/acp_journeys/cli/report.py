@@ -1,0 +1,58 @@
+"""`acp-journeys report FILE`: publish a result.json (a GitHub check run and job summary, an
+HTML page).
+
+Rules of this module: what is published is what the evidence says (judged again here);
+publishing never fails the job (exit 0 once published): the gate step does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from acp_journeys.cli.common import EXIT_PASS, EXIT_USAGE, UsageError, judged, load_baseline, read_result, write_html
+from acp_journeys.output.logtext import command_data, one_line
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    report = sub.add_parser("report", help="publish a result.json (a GitHub check run and job summary, an HTML page)")
+    report.add_argument("path")
+    report.add_argument("--github", action="store_true",
+                        help="post a check run and write the job summary and step outputs")
+    report.add_argument("--html", metavar="OUT", help="write the self-contained HTML report of the result")
+    report.add_argument("--artifact-url", metavar="URL",
+                        help="with --github: the artifact that holds the HTML report, linked from the summaries")
+    report.add_argument("--token", help="the GitHub token (default: $GITHUB_TOKEN)")
+    report.add_argument("--check-name", default="ACP journeys")
+    report.add_argument("--docs-url", default=None, help="the base of failure links (default: the result's)")
+    report.add_argument("--baseline", metavar="FILE", help="the expected-failures baseline (YAML)")
+    report.add_argument("--no-check-run", action="store_false", dest="post_check",
+                        help="write the job summary and step outputs only (a matrix job: the merge posts the check)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from acp_journeys.output.github import report_github
+
+    if not args.github and not args.html:
+        raise UsageError("report: say what to make: --github, --html OUT, or both")
+    result = judged(read_result(args.path), args.path)  # what we publish is what the evidence says
+    outcome = None
+    baseline = load_baseline(args.baseline)
+    if baseline is not None:
+        from acp_journeys.rules.baseline import apply_baseline
+
+        outcome = apply_baseline(result, baseline)
+    if args.html and not write_html(result, args.html, args.docs_url or result.docs_url, outcome):
+        return EXIT_USAGE
+    if not args.github:
+        return EXIT_PASS
+    report = report_github(result, env=os.environ, token=args.token or os.environ.get("GITHUB_TOKEN"),
+                           docs_url=args.docs_url or result.docs_url, check_name=args.check_name,
+                           baseline=outcome, result_path=args.path, artifact_url=args.artifact_url,
+                           post_check=args.post_check)
+    for warning in report.warnings:
+        print(f"::warning::{command_data(warning)}")
+    if report.check_url:
+        print(f"check run: {one_line(report.check_url)}")
+    print(f"verdict: {report.verdict}")
+    return EXIT_PASS  # publishing never fails the job; the gate step does
