@@ -22,11 +22,11 @@ import tempfile
 import time
 import uuid
 
-from acp_journeys.rules import catalog
 from acp_journeys.cli.run import reference_agent_path
 from acp_journeys.editor.session import Bounds
 from acp_journeys.launch import LocalLauncher
 from acp_journeys.output.console import Progress
+from acp_journeys.rules import catalog
 from acp_journeys.runner import Run, RunConfig
 
 

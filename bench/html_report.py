@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from browser import Chromium  # noqa: E402
 
-from acp_journeys.rules.evidence import RunResult  # noqa: E402
 from acp_journeys.output.html.report import render_html  # noqa: E402
+from acp_journeys.rules.evidence import RunResult  # noqa: E402
 
 AGENT = [sys.executable, str(ROOT / "src" / "acp_journeys" / "demo" / "reference_agent.py")]
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from acp_journeys.output import result_file
+from acp_journeys.output.redact import MIN_SECRET, Redactor, public_words
+from acp_journeys.output.result_masking import OURS
 from acp_journeys.rules.evidence import RunResult
 from acp_journeys.rules.judge import judge_result
-from acp_journeys.output.redact import MIN_SECRET, Redactor, public_words
-from acp_journeys.output import result_file
-from acp_journeys.output.result_masking import OURS
 
 FIXED_VALUES = ("true", "false", "1", "0", "null", "json", "plan", "default", "REPLY", "FILE-", "end_turn",
                 "sk-live-9f8e7d6c5b4a3210")

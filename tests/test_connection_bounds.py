@@ -7,8 +7,8 @@ import sys
 
 from acp_journeys.editor import connection
 from acp_journeys.editor.connection import AgentConnection, Clock
-from acp_journeys.rules.evidence import Frame, ProtocolWarning
 from acp_journeys.launch.local import LocalLauncher
+from acp_journeys.rules.evidence import Frame, ProtocolWarning
 
 FLOOD = 30_000  # tiny notifications, each a frame of its own
 

@@ -28,8 +28,8 @@ docker = pytest.importorskip("docker")
 
 from acp_journeys.launch import agent_side  # noqa: E402
 from acp_journeys.launch.docker import labels  # noqa: E402
-from acp_journeys.launch.seam import LaunchError  # noqa: E402
 from acp_journeys.launch.docker.launcher import DockerLauncher, DockerSandbox  # noqa: E402
+from acp_journeys.launch.seam import LaunchError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EMPTY_IMAGE = "acp-journeys/test-empty:latest"

@@ -26,11 +26,11 @@ import pytest
 
 docker = pytest.importorskip("docker")
 
-from acp_journeys.rules import prompts  # noqa: E402
 from acp_journeys.launch import agent_side  # noqa: E402
 from acp_journeys.launch.docker import labels  # noqa: E402
 from acp_journeys.launch.docker.launcher import DockerLauncher, DockerSandbox, resolve_user  # noqa: E402
 from acp_journeys.launch.docker.sandbox import MODEL_BASE_URL  # noqa: E402
+from acp_journeys.rules import prompts  # noqa: E402
 from acp_journeys.services.model_stub import ModelStub  # noqa: E402
 
 USER_IMAGE = "acp-journeys/test-user:latest"

@@ -6,9 +6,9 @@ import io
 
 from sample_results import all_pass, failure, journey, run
 
-from acp_journeys.rules.catalog import JOURNEYS
 from acp_journeys.output import console
 from acp_journeys.output.logtext import command_data, one_line
+from acp_journeys.rules.catalog import JOURNEYS
 
 FORGED = "ok\n::error title=Forged::x\r::add-mask::y\u2028::warning::z\x1b[31m\x85end"
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_journeys.services.model_stub import hints
 from acp_journeys.rules.model_requests import RequestRecord
+from acp_journeys.services.model_stub import hints
 from conftest import AGENTS, run_journeys
 
 MODEL_AGENT = AGENTS / "model_agent.py"

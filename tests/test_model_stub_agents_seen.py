@@ -26,9 +26,9 @@ import pytest
 from acp_journeys.rules import prompts
 from acp_journeys.rules.evidence import JourneyEvidence
 from acp_journeys.rules.judge import judge_journey
+from acp_journeys.rules.model_requests import RequestRecord, clip
 from acp_journeys.services.model_stub import ModelStub, hints
 from acp_journeys.services.model_stub.conversation import Conversation, Message, ToolCall, ToolResult, ToolSpec
-from acp_journeys.rules.model_requests import RequestRecord, clip
 from acp_journeys.services.model_stub.script import decide
 
 DATA = Path(__file__).parent / "data" / "model-requests"

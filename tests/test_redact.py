@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_journeys.rules.evidence import JourneyEvidence
 from acp_journeys.output.redact import MASK, MIN_SECRET, Redactor, parse_env_option
+from acp_journeys.rules.evidence import JourneyEvidence
 
 
 def redactor(*secrets: str) -> Redactor:
@@ -156,9 +156,9 @@ def test_env_with_a_bad_name_is_an_error(option: str) -> None:
 
 
 def test_a_secret_that_reads_like_json_structure_cannot_break_result_json() -> None:
-    from acp_journeys.rules.evidence import RunResult
     from acp_journeys.output.redact import Redactor
     from acp_journeys.output.result_file import dump
+    from acp_journeys.rules.evidence import RunResult
 
     r = Redactor()
     for secret in ("true", "verdict", "journeys", "schema"):

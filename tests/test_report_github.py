@@ -12,9 +12,9 @@ import pytest
 from fake_github import FakeGitHub, serve
 from sample_results import DOCS, all_pass, failure, journey, mixed, run
 
+from acp_journeys.output.github import READ_ONLY_WARNING, STEP_SUMMARY_LIMIT, report_github
 from acp_journeys.rules.baseline import apply_baseline, parse_baseline
 from acp_journeys.rules.catalog import JOURNEY_FAILURES, JOURNEYS
-from acp_journeys.output.github import READ_ONLY_WARNING, STEP_SUMMARY_LIMIT, report_github
 
 TOKEN = "ghs_secret-token-0123456789"
 HEAD_SHA = "a" * 40

@@ -19,13 +19,13 @@ import pytest
 from fake_github import FakeGitHub, serve
 from sample_results import DOCS, INJECTION, failure, journey, mixed, run
 
+from acp_journeys.output.github import report_github
+from acp_journeys.output.html.htmlsafe import clean, safe_href, text
+from acp_journeys.output.html.report import render_html
+from acp_journeys.output.html.timeline import cancel_latencies, clusters, journey_timeline
 from acp_journeys.rules.catalog import JOURNEYS, anchor_for, doc_link
 from acp_journeys.rules.evidence import (Frame, JourneyEvidence, Leftover, PermissionEvidence, ProcessEvidence,
                                    ToolCallEvidence, TurnEvidence)
-from acp_journeys.output.github import report_github
-from acp_journeys.output.html.report import render_html
-from acp_journeys.output.html.htmlsafe import clean, safe_href, text
-from acp_journeys.output.html.timeline import cancel_latencies, clusters, journey_timeline
 
 HOSTILE = ('<script>alert(1)</script></textarea></pre><a href="javascript:alert(1)">x</a>'
            '<img src=x onerror=alert(2)>\u202e\x1b[31m\x00\ud800')

@@ -17,8 +17,8 @@ import pytest
 from browser import Chromium, dump_dom, find_chromium
 from conftest import REFERENCE_AGENT, reference_agent, run_journeys
 
-from acp_journeys.rules.catalog import JOURNEY_IDS
 from acp_journeys.output.html.htmlsafe import clean
+from acp_journeys.rules.catalog import JOURNEY_IDS
 
 pytestmark = pytest.mark.skipif(find_chromium() is None,
                                 reason="no Chromium (scripts/setup-chromium.sh installs Debian's chromium)")

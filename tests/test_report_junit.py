@@ -8,9 +8,9 @@ import pytest
 from lxml import etree
 from sample_results import DOCS, all_pass, failure, journey, mixed, run
 
+from acp_journeys.output.junit import write_junit
 from acp_journeys.rules.baseline import apply_baseline, parse_baseline
 from acp_journeys.rules.catalog import JOURNEYS
-from acp_journeys.output.junit import write_junit
 
 SCHEMA = etree.XMLSchema(etree.parse(str(Path(__file__).parent / "data" / "junit.xsd")))
 

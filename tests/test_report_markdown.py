@@ -9,8 +9,8 @@ import pytest
 from markdown_it import MarkdownIt
 from sample_results import DOCS, INJECTION, all_pass, failure, journey, mixed, run
 
-from acp_journeys.rules.catalog import JOURNEY_FAILURES, JOURNEYS
 from acp_journeys.output.markdown import MIN_LIMIT, code_fence, cut_marker, escape_markdown, summary_markdown
+from acp_journeys.rules.catalog import JOURNEY_FAILURES, JOURNEYS
 
 MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import typing
 
-from acp_journeys.rules import evidence as ev
-from acp_journeys.rules.judge import judge_result
 from acp_journeys.output.redact import Redactor
 from acp_journeys.output.result_file import dump
 from acp_journeys.output.result_masking import OURS, _is_literal, mask_result
+from acp_journeys.rules import evidence as ev
+from acp_journeys.rules.judge import judge_result
 
 SECRET = "sk-live-123456"
 

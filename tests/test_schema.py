@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from acp_journeys.rules import prompts
 from acp_journeys.editor.connection import Answer
 from acp_journeys.editor.journeys import SCRIPTS
-from acp_journeys.editor.session import AgentSession, Bounds, JourneyContext
 from acp_journeys.editor.journeys.image_and_file import red_png
+from acp_journeys.editor.session import AgentSession, Bounds, JourneyContext
 from acp_journeys.launch import relay_command
-from acp_journeys.services.mcp_hub import mcp_server_entry
 from acp_journeys.protocol import jsonrpc
 from acp_journeys.protocol.schema import definition_for, violations
+from acp_journeys.rules import prompts
+from acp_journeys.services.mcp_hub import mcp_server_entry
 
 # --- what the agent sends ---------------------------------------------------------------------
 

@@ -70,8 +70,8 @@ def test_cgroup_tracking_asked_for_where_none_can_be_made_is_an_error(monkeypatc
 def test_the_launch_says_so_before_any_journey(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     import asyncio
 
-    from acp_journeys.launch.seam import LaunchError
     from acp_journeys.launch.local import LocalLauncher
+    from acp_journeys.launch.seam import LaunchError
 
     monkeypatch.setattr(proctrack, "_cgroup_candidates", lambda: [])
     launcher = LocalLauncher("test-run", tracking="cgroup")

@@ -290,10 +290,10 @@ def test_a_result_that_cannot_be_written_is_a_runner_error_with_the_verdicts_pri
 def test_when_masking_changes_a_verdict_run_reports_the_files_verdict(whole, tmp_path):
     """A secret that straddles a marker in the reply (contrived) changes what the judge compares;
     then run reports the verdict of the masked file, which is what verify finds."""
+    from acp_journeys.output import result_file
+    from acp_journeys.output.redact import Redactor
     from acp_journeys.rules.evidence import RunResult
     from acp_journeys.rules.judge import judge_result
-    from acp_journeys.output.redact import Redactor
-    from acp_journeys.output import result_file
 
     data = copy.deepcopy(whole)
     evidence = data["journeys"][0]["evidence"]

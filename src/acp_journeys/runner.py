@@ -22,13 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from acp_journeys import __version__
-from acp_journeys.rules import catalog
-from acp_journeys.rules.evidence import JourneyEvidence, JourneyResult, RunResult
 from acp_journeys.editor.journeys import SCRIPTS
 from acp_journeys.editor.session import Bounds, JourneyContext
-from acp_journeys.rules.judge import judge_journey, judge_result
 from acp_journeys.launch import Launcher
 from acp_journeys.output.console import Progress
+from acp_journeys.rules import catalog
+from acp_journeys.rules.evidence import JourneyEvidence, JourneyResult, RunResult
+from acp_journeys.rules.judge import judge_journey, judge_result
 
 
 @dataclass

@@ -42,8 +42,8 @@ def expected_journeys(options: list[str]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from acp_journeys.rules.merge import MergeError, merge_results, missing_journeys
     from acp_journeys.output import console, result_file
+    from acp_journeys.rules.merge import MergeError, merge_results, missing_journeys
 
     try:
         expected = expected_journeys(args.expect)

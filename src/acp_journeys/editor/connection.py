@@ -16,9 +16,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from acp_journeys.rules.evidence import Frame, ProtocolWarning
 from acp_journeys.launch import AgentProcess
 from acp_journeys.protocol import framing, jsonrpc, schema
+from acp_journeys.rules.evidence import Frame, ProtocolWarning
 
 STDERR_TAIL_BYTES = 20_000
 FRAME_TEXT_LIMIT = 16_384

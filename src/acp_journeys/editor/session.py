@@ -14,10 +14,12 @@ import string
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from acp_journeys.rules import catalog
 from acp_journeys.editor import permissions
-from acp_journeys.protocol.json_depth import json_depth_over
 from acp_journeys.editor.connection import AgentConnection, Answer, Clock
+from acp_journeys.launch import AgentProcess, LaunchError, Sandbox
+from acp_journeys.protocol import framing, jsonrpc
+from acp_journeys.protocol.json_depth import json_depth_over
+from acp_journeys.rules import catalog
 from acp_journeys.rules.evidence import (
     AgentRequestEvidence,
     Frame,
@@ -31,8 +33,6 @@ from acp_journeys.rules.evidence import (
     ToolCallEvidence,
     TurnEvidence,
 )
-from acp_journeys.launch import AgentProcess, LaunchError, Sandbox
-from acp_journeys.protocol import framing, jsonrpc
 
 REPLY_TEXT_LIMIT = framing.DEFAULT_MAX_LINE
 """A reply up to the frame bound is kept whole: the judge reads all of it, and so does verify."""

@@ -11,9 +11,9 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from acp_journeys.rules.evidence import JourneyResult, RunResult
-from acp_journeys.output.redact import Redactor
 from acp_journeys.output.logtext import one_line
+from acp_journeys.output.redact import Redactor
+from acp_journeys.rules.evidence import JourneyResult, RunResult
 
 SYMBOL = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}
 

@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from acp_journeys import __version__
-from acp_journeys.rules.evidence import RunResult
 from acp_journeys.output.markdown import GITHUB_SUMMARY_LIMIT, escape_markdown, summary_markdown, summary_title
+from acp_journeys.rules.evidence import RunResult
 
 if TYPE_CHECKING:
     from acp_journeys.rules.baseline import BaselineOutcome

@@ -15,12 +15,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from acp_journeys.rules import catalog
 from acp_journeys.output.bounded_file import MAX_JSON_DEPTH, MAX_RESULT_BYTES, UnreadableFile, read_bounded
-from acp_journeys.protocol.json_depth import json_depth_over
-from acp_journeys.rules.evidence import RESULT_SCHEMA, RunResult
 from acp_journeys.output.redact import Redactor
 from acp_journeys.output.result_masking import mask_result
+from acp_journeys.protocol.json_depth import json_depth_over
+from acp_journeys.rules import catalog
+from acp_journeys.rules.evidence import RESULT_SCHEMA, RunResult
 
 
 class ResultFileError(Exception):

@@ -17,8 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from acp_journeys.rules import evidence as ev
 from acp_journeys.output.redact import Redactor
+from acp_journeys.rules import evidence as ev
 
 OURS: dict[type[BaseModel], frozenset[str]] = {
     ev.RunResult: frozenset({"schema_", "tool_version", "started_at", "ended_at", "docs_url", "subject"}),

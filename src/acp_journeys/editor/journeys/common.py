@@ -6,8 +6,8 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
-from acp_journeys.rules.evidence import PlanSwitchEvidence
 from acp_journeys.editor.session import AgentSession, JourneyContext, find_plan_switch, marker
+from acp_journeys.rules.evidence import PlanSwitchEvidence
 
 
 def text(prompt: str) -> list[dict[str, Any]]:

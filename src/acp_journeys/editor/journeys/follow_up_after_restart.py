@@ -1,8 +1,8 @@
 """#step-5 A follow-up after a restart: remember a word, restart, session/load, ask for it."""
 
-from acp_journeys.rules import prompts
 from acp_journeys.editor.journeys.common import open_session, text
 from acp_journeys.editor.session import JourneyContext, marker
+from acp_journeys.rules import prompts
 
 
 async def run(ctx: JourneyContext) -> None:

@@ -1,8 +1,8 @@
 """#step-4 A follow-up in the same session: remember a word, then ask for it."""
 
-from acp_journeys.rules import prompts
 from acp_journeys.editor.journeys.common import open_session, text
 from acp_journeys.editor.session import JourneyContext, marker
+from acp_journeys.rules import prompts
 
 
 async def run(ctx: JourneyContext) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import base64
 import io
 
-from acp_journeys.rules import prompts
 from acp_journeys.editor.journeys.common import open_session
 from acp_journeys.editor.session import JourneyContext, marker
+from acp_journeys.rules import prompts
 
 
 def red_png(size: int = 64) -> bytes:

@@ -8,9 +8,9 @@ request.
 
 from __future__ import annotations
 
-from acp_journeys.rules import prompts
 from acp_journeys.editor.journeys.common import open_plan_session, text
 from acp_journeys.editor.session import JourneyContext
+from acp_journeys.rules import prompts
 
 
 async def run(ctx: JourneyContext) -> None:

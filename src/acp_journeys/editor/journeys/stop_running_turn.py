@@ -17,11 +17,11 @@ import asyncio
 import json
 from typing import Any
 
-from acp_journeys.rules import prompts
 from acp_journeys.editor.connection import Answer
-from acp_journeys.rules.evidence import Leftover
 from acp_journeys.editor.journeys.common import open_session, text
 from acp_journeys.editor.session import JourneyContext
+from acp_journeys.rules import prompts
+from acp_journeys.rules.evidence import Leftover
 
 POLL_S = 0.1
 FALLBACK_S = 3.0

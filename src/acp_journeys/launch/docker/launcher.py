@@ -38,8 +38,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from acp_journeys.launch import agent_side
-from acp_journeys.launch.docker import engine, labels, tar
+import acp_journeys.launch.agent_side as agent_side
+import acp_journeys.launch.docker.engine as engine
+import acp_journeys.launch.docker.labels as labels
+import acp_journeys.launch.docker.tar as tar
 from acp_journeys.launch.docker.engine import docker_module, short_error
 from acp_journeys.launch.docker.sandbox import MCP_MOUNT, DockerSandbox
 from acp_journeys.launch.seam import SESSION_FILES_DIR, Launcher, LaunchError, Sandbox

@@ -30,8 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Awaitable, Callable, Protocol
 
-from acp_journeys.launch import agent_side
-from acp_journeys.launch.docker import engine, labels, tar
+import acp_journeys.launch.agent_side as agent_side
+import acp_journeys.launch.docker.engine as engine
+import acp_journeys.launch.docker.labels as labels
+import acp_journeys.launch.docker.tar as tar
 from acp_journeys.launch.docker.engine import docker_module, short_error
 from acp_journeys.launch.docker.exec_stream import DockerAgentProcess
 from acp_journeys.launch.seam import AgentProcess, LaunchError, ProcInfo, Sandbox

@@ -32,13 +32,13 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp_journeys.rules.catalog import JOURNEYS_BY_ID, doc_link
-from acp_journeys.rules.evidence import RunResult
 from acp_journeys.output.html.htmlsafe import attr, safe_href, text
-from acp_journeys.output.markdown import failure_anchor
 from acp_journeys.output.html.timeline import (as_dict, as_list, as_str, cancel_latencies, frame_info,
                                           journey_timeline, num, seconds, short)
 from acp_journeys.output.html.timeline_svg import KNOWN_UPDATES, dom_id, panels, update_class
+from acp_journeys.output.markdown import failure_anchor
+from acp_journeys.rules.catalog import JOURNEYS_BY_ID, doc_link
+from acp_journeys.rules.evidence import RunResult
 
 if TYPE_CHECKING:
     from acp_journeys.rules.baseline import BaselineOutcome

@@ -25,7 +25,8 @@ import re
 import shlex
 from dataclasses import dataclass, replace
 
-from acp_journeys.services.model_stub import instructions, tools
+import acp_journeys.services.model_stub.instructions as instructions
+import acp_journeys.services.model_stub.tools as tools
 from acp_journeys.services.model_stub.colour import COLOUR_NAMES, look
 from acp_journeys.services.model_stub.conversation import (
     Conversation,

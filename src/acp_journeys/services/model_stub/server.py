@@ -29,10 +29,10 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
-from acp_journeys.services.model_stub import script
+import acp_journeys.services.model_stub.script as script
+from acp_journeys.rules.model_requests import RequestRecord, clip
 from acp_journeys.services.model_stub.conversation import Conversation, Decision
 from acp_journeys.services.model_stub.dialects import AnthropicMessages, BadRequest, Dialect, all_dialects
-from acp_journeys.rules.model_requests import RequestRecord, clip
 from acp_journeys.services.model_stub.records import RecordLog
 
 logger = logging.getLogger("acp_journeys.model_stub")
