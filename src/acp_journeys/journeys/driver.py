@@ -53,8 +53,8 @@ class Bounds:
     initialize_s: float = 60.0
     request_s: float = 60.0
     turn_s: float = 180.0
-    exit_s: float = 10.0
-    cancel_s: float = 30.0
+    exit_s: float = catalog.RULES.exit_s
+    cancel_s: float = catalog.RULES.cancel_s
     grace_s: float = 2.0
 
     def initialize(self) -> float:
