@@ -166,8 +166,8 @@ _FAILURES: tuple[FailureKind, ...] = (
                 "the command `sleep 120` never ran (no sleep process, no tool call about it in progress) "
                 "before the turn ended or the bound ran out, so the stop could not be tried.", "step-7"),
     FailureKind("cancel-too-slow",
-                f"the turn ended more than {RULES.cancel_s:.0f} seconds after session/cancel: stop the running tool call "
-                "when session/cancel comes, and answer the prompt with cancelled.", "step-7", common=True),
+                f"the turn ended more than {RULES.cancel_s:.0f} seconds after session/cancel: stop the running "
+                "tool call when session/cancel comes, and answer the prompt with cancelled.", "step-7", common=True),
     FailureKind("sleep-left",
                 "a sleep process was left after the stop: kill the running command on session/cancel.",
                 "step-7"),
