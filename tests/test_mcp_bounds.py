@@ -108,3 +108,32 @@ def test_a_long_line_costs_time_in_proportion_to_its_length(socket_dir) -> None:
 
     spent = asyncio.run(main())
     assert spent < 2.5, f"{spent:.1f} s of CPU for one 30 MB line"
+
+
+def test_a_line_over_the_bound_drops_only_its_connection(socket_dir, monkeypatch) -> None:
+    """The lines come from protocol.framing with the hub's bound: a longer one ends that
+    connection (without holding its bytes), and the next connection is served as before."""
+    monkeypatch.setattr(mcp_server, "MAX_LINE_BYTES", 4096)
+
+    async def main() -> None:
+        hub = RondarMcpHub(socket_dir)
+        channel = await hub.open_channel("overlong", lambda record: None)
+        greedy = await Session.open(channel.socket_path)
+        try:
+            within = await greedy.request("tools/call", {"name": "get_plan", "arguments": {"plan_id": "P"}},
+                                          pad="p" * 3000)
+            assert within["result"]["isError"] is True  # under the bound: read whole and answered
+            await greedy.send(json.dumps({"jsonrpc": "2.0", "id": 99, "method": "tools/list",
+                                          "params": {"_meta": {"pad": "p" * 10_000}}}).encode() + b"\n")
+            assert await asyncio.wait_for(greedy.reader.read(), 10) == b""  # closed, no answer
+            polite = await Session.open(channel.socket_path)
+            try:
+                listed = await polite.request("tools/list", {})
+                assert [t["name"] for t in listed["result"]["tools"]] == ["create_plan", "get_plan"]
+            finally:
+                await polite.close()
+        finally:
+            await greedy.close()
+            await hub.close()
+
+    asyncio.run(main())

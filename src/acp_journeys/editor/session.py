@@ -3,6 +3,10 @@
 Rules of this module: it drives and records; it never decides pass or fail (the judge does). It
 never raises for what the agent does: a crash, a hang or garbage ends up in the evidence, and the
 journey script checks `usable` to stop early. Every wait has a bound from `Bounds`.
+
+Where a `session/update` goes is decided by `UpdateRouter` and its table `ROUTES` alone: the
+router holds the only state that routing reads (the running turn, the answered one, the request
+under way), and nothing else here reads or sets that state but through the router.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import json
 import secrets
 import string
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Callable
 
 from acp_journeys.editor import permissions
@@ -49,8 +54,8 @@ class Bounds:
     initialize_s: float = 60.0
     request_s: float = 60.0
     turn_s: float = 180.0
-    exit_s: float = 10.0
-    cancel_s: float = 30.0
+    exit_s: float = catalog.RULES.exit_s
+    cancel_s: float = catalog.RULES.cancel_s
     grace_s: float = 2.0
 
     def initialize(self) -> float:
@@ -61,6 +66,196 @@ class Bounds:
 
     def turn(self) -> float:
         return self.turn_s * self.scale
+
+
+# --- where a session/update goes ---------------------------------------------------------------
+
+
+class RouteState(str, Enum):
+    """What an agent process of a journey is doing, as far as its updates are concerned."""
+
+    NO_TURN = "no-turn"
+    """Nothing runs and no turn was answered (or the last one got no answer): dropped."""
+    IN_REQUEST = "in-request"
+    """session/new, session/load or a change of mode awaits its answer and no turn runs."""
+    IN_TURN = "in-turn"
+    """A session/prompt is out and not answered."""
+    CANCELLING = "cancelling"
+    """The same after session/cancel: an update still belongs to the turn until its answer."""
+    ANSWERED = "answered"
+    """The last turn got its answer and no request is under way: what comes now is late."""
+
+
+class Do(str, Enum):
+    """One thing the router does with an update."""
+
+    COUNT = "count"                      # turn.update_counts[kind] += 1
+    KEEP_REPLY = "keep-reply"            # a text content: reply_length, and the text up to the bound
+    KEEP_THOUGHT = "keep-thought"        # a text content: thought_text, up to its bound
+    RECORD_TOOL_CALL = "record-tool-call"  # a new or known ToolCallEvidence, by toolCallId
+    TELL_SCRIPT = "tell-script"          # the journey script's on_update hook (the stop journey's trigger)
+    COUNT_REPLAYED = "count-replayed"    # request.replayed_updates[kind] += 1 (session/load's history)
+    COUNT_LATE = "count-late"            # last_turn.late_updates[kind] += 1, never part of its reply
+    DROP = "drop"
+
+
+ANY_OTHER_KIND = "*"
+"""The `sessionUpdate` values that have no row of their own (plan, available_commands_update...)."""
+
+_IN_A_TURN: dict[str, tuple[Do, ...]] = {
+    "agent_message_chunk": (Do.COUNT, Do.KEEP_REPLY, Do.TELL_SCRIPT),
+    "agent_thought_chunk": (Do.COUNT, Do.KEEP_THOUGHT, Do.TELL_SCRIPT),
+    "tool_call": (Do.COUNT, Do.RECORD_TOOL_CALL, Do.TELL_SCRIPT),
+    "tool_call_update": (Do.COUNT, Do.RECORD_TOOL_CALL, Do.TELL_SCRIPT),
+    ANY_OTHER_KIND: (Do.COUNT, Do.TELL_SCRIPT),
+}
+ROUTES: dict[RouteState, dict[str, tuple[Do, ...]]] = {
+    RouteState.NO_TURN: {ANY_OTHER_KIND: (Do.DROP,)},
+    RouteState.IN_REQUEST: {ANY_OTHER_KIND: (Do.COUNT_REPLAYED,)},
+    RouteState.IN_TURN: _IN_A_TURN,
+    # A cancel changes nothing for updates: the judge counts what came before the answer.
+    RouteState.CANCELLING: _IN_A_TURN,
+    RouteState.ANSWERED: {ANY_OTHER_KIND: (Do.COUNT_LATE,)},
+}
+"""(state, update kind) -> what is done, in order. The one place that decides where an update goes."""
+
+
+def route_for(state: RouteState, kind: str) -> tuple[Do, ...]:
+    row = ROUTES[state]
+    return row.get(kind, row[ANY_OTHER_KIND])
+
+
+class UpdateRouter:
+    """The routing state of one agent process and its transitions; no I/O, no processes.
+
+    Transitions (each is one method, and only these change the state):
+    - `begin_turn`: any state -> in-turn (the reply collected so far is dropped).
+    - `cancel_sent`: in-turn -> cancelling (a cancel outside a turn changes nothing).
+    - `answered` (the answer to session/prompt, at once as it is read): in-turn/cancelling ->
+      answered.
+    - `end_turn` (the journey script is done with the turn): -> answered if the turn got an
+      answer, else -> no-turn (updates after a turn that got none belong to no turn).
+    - `request_sent` / `request_done`: a request of ours other than session/prompt; it routes
+      updates only while no turn runs.
+    Agent requests (permissions, others) go to the running turn, else to the answered one.
+    """
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.turn: TurnEvidence | None = None
+        """The turn whose session/prompt is out and not answered."""
+        self.last_turn: TurnEvidence | None = None
+        """The turn answered last; None once a turn ends with no answer."""
+        self.request: RequestEvidence | None = None
+        self._reply_parts: list[str] = []  # joined into the turn's reply_text when it is answered
+        self._reply_size = 0
+
+    @property
+    def state(self) -> RouteState:
+        if self.turn is not None:
+            return RouteState.CANCELLING if self.turn.cancel_sent_at is not None else RouteState.IN_TURN
+        if self.request is not None:
+            return RouteState.IN_REQUEST
+        if self.last_turn is not None:
+            return RouteState.ANSWERED
+        return RouteState.NO_TURN
+
+    @property
+    def turn_of_agent_requests(self) -> TurnEvidence | None:
+        return self.turn or self.last_turn
+
+    # --- transitions ---
+
+    def begin_turn(self, turn: TurnEvidence) -> None:
+        self.turn = turn
+        self._reply_parts, self._reply_size = [], 0
+
+    def cancel_sent(self, at: float) -> None:
+        if self.turn is not None:
+            self.turn.cancel_sent_at = at
+
+    def answered(self, answered_at: float | None) -> None:
+        if self.turn is not None:
+            self._keep_reply(self.turn)
+            self.turn.answered_at = answered_at
+            self.last_turn, self.turn = self.turn, None
+
+    def end_turn(self, turn: TurnEvidence, got_answer: bool) -> None:
+        self._keep_reply(turn)
+        self.last_turn = turn if got_answer else None
+        self.turn = None
+
+    def request_sent(self, record: RequestEvidence) -> None:
+        self.request = record
+
+    def request_done(self) -> None:
+        self.request = None
+
+    # --- routing ---
+
+    def route(self, update: dict[str, Any],
+              tell: Callable[[str, dict[str, Any]], None] | None = None) -> tuple[Do, ...]:
+        """Do what `ROUTES` says for this update in the current state; returns what was done."""
+        kind = str(update.get("sessionUpdate"))
+        actions = route_for(self.state, kind)
+        turn = self.turn
+        for action in actions:
+            if action is Do.COUNT_REPLAYED:
+                _count(self.request.replayed_updates, kind)  # type: ignore[union-attr]
+            elif action is Do.COUNT_LATE:
+                _count(self.last_turn.late_updates, kind)  # type: ignore[union-attr]
+            elif action is Do.DROP:
+                pass
+            elif turn is None:
+                raise AssertionError(f"{action} outside a turn")  # ROUTES is wrong, not the agent
+            elif action is Do.COUNT:
+                _count(turn.update_counts, kind)
+            elif action is Do.KEEP_REPLY:
+                self._reply_chunk(turn, _text_of(update))
+            elif action is Do.KEEP_THOUGHT:
+                text = _text_of(update)
+                if text is not None and len(turn.thought_text) < THOUGHT_TEXT_LIMIT:
+                    turn.thought_text = (turn.thought_text + text)[:THOUGHT_TEXT_LIMIT]
+            elif action is Do.RECORD_TOOL_CALL:
+                self._tool_call(turn, update)
+            elif action is Do.TELL_SCRIPT:
+                if tell is not None:
+                    tell(kind, update)
+        return actions
+
+    def _reply_chunk(self, turn: TurnEvidence, text: str | None) -> None:
+        if text is None:
+            return
+        turn.reply_length += len(text)
+        if self._reply_size < REPLY_TEXT_LIMIT:  # parts, not a growing string: no quadratic copy
+            self._reply_parts.append(text)
+            self._reply_size += len(text)
+
+    def _keep_reply(self, turn: TurnEvidence) -> None:
+        if self._reply_parts:
+            turn.reply_text = "".join(self._reply_parts)[:REPLY_TEXT_LIMIT]
+
+    def _tool_call(self, turn: TurnEvidence, update: dict[str, Any]) -> None:
+        call_id = str(update.get("toolCallId"))
+        known = next((c for c in turn.tool_calls if c.tool_call_id == call_id), None)
+        if known is None:
+            known = ToolCallEvidence(tool_call_id=call_id, at=self.clock.now())
+            turn.tool_calls.append(known)
+        for field, key in (("title", "title"), ("kind", "kind"), ("status", "status"), ("raw_input", "rawInput")):
+            if update.get(key) is not None:
+                value = update[key]
+                setattr(known, field, _clip_json(value) if field == "raw_input" else str(value))
+
+
+def _count(counts: dict[str, int], kind: str) -> None:
+    counts[kind] = counts.get(kind, 0) + 1
+
+
+def _text_of(update: dict[str, Any]) -> str | None:
+    """The text of a chunk whose content is a text block; None for an image, a resource..."""
+    content = update.get("content")
+    text = content.get("text") if isinstance(content, dict) and content.get("type") == "text" else None
+    return text if isinstance(text, str) else None
 
 
 def marker(prefix: str) -> str:
@@ -80,7 +275,11 @@ class JourneyContext:
         self.evidence = JourneyEvidence(journey=journey_id)
         self.transcript: list[Frame] = []
         self.sessions: list[AgentSession] = []
-        self.current_turn: TurnEvidence | None = None
+
+    @property
+    def current_turn(self) -> TurnEvidence | None:
+        """The turn running now (its session/prompt not answered), of the latest process with one."""
+        return next((s.router.turn for s in reversed(self.sessions) if s.router.turn is not None), None)
 
     def mcp_servers(self) -> list[dict[str, Any]]:
         command = self.sandbox.mcp_command()
@@ -124,11 +323,7 @@ class AgentSession:
         self.session_id: str | None = None
         self.session_answer: dict[str, Any] | None = None
         self.policy: permissions.PolicyName = "allow-all"
-        self.turn: TurnEvidence | None = None
-        self.last_turn: TurnEvidence | None = None
-        self.request: RequestEvidence | None = None
-        self._reply_parts: list[str] = []  # joined into the turn's reply_text when it ends
-        self._reply_size = 0
+        self.router = UpdateRouter(ctx.clock)
         self.on_update: Callable[[str, dict[str, Any]], None] | None = None
         self.on_permission: Callable[[PermissionEvidence], None] | None = None
         self.exited: asyncio.Event = asyncio.Event()
@@ -182,7 +377,8 @@ class AgentSession:
             except asyncio.TimeoutError:
                 pass
         if not self.exited.is_set():
-            self.evidence.turn_running_at_close = self.turn is not None and self.turn.answered_at is None
+            turn = self.router.turn
+            self.evidence.turn_running_at_close = turn is not None and turn.answered_at is None
             self.evidence.stdin_closed_at = self.ctx.clock.now()
             await self.process.close_stdin()
             try:
@@ -224,9 +420,9 @@ class AgentSession:
         record = RequestEvidence(method=method, process=self.index, params=_summary(params),
                                  sent_at=self.ctx.clock.now())
         self.ctx.evidence.requests.append(record)
-        self.request = record
+        self.router.request_sent(record)
         answer = await self.conn.request(method, params, timeout)
-        self.request = None
+        self.router.request_done()
         record.answered_at = answer.answered_at
         record.result = _clip_json(answer.result)
         self._note_answer(record, answer, method)
@@ -304,93 +500,42 @@ class AgentSession:
                             prompt_text=text, has_image=any(b.get("type") == "image" for b in blocks),
                             sent_at=self.ctx.clock.now())
         self.ctx.evidence.turns.append(turn)
-        self.turn = turn
-        self._reply_parts, self._reply_size = [], 0
-        self.ctx.current_turn = turn
+        self.router.begin_turn(turn)
         return turn
 
     async def send_prompt(self, blocks: list[dict[str, Any]], timeout: float) -> Answer:
         assert self.conn is not None and self.session_id is not None
         return await self.conn.request("session/prompt", {"sessionId": self.session_id, "prompt": blocks}, timeout)
 
-    def _keep_reply(self, turn: TurnEvidence) -> None:
-        if self._reply_parts:
-            turn.reply_text = "".join(self._reply_parts)[:REPLY_TEXT_LIMIT]
-
     def end_turn(self, turn: TurnEvidence, answer: Answer) -> None:
-        self._keep_reply(turn)
+        self.router.end_turn(turn, got_answer=answer.raw is not None)
         turn.answered_at = answer.answered_at if answer.raw is not None else None
         if answer.raw is not None and answer.error is None:
             result = answer.result if isinstance(answer.result, dict) else {}
             turn.stop_reason = _clip_json(result.get("stopReason"), 256)
         self._note_answer(turn, answer, f"turn {turn.name}")
-        self.last_turn = turn
-        self.turn = None
-        self.ctx.current_turn = None
-        if answer.raw is None:
-            # No answer: later updates are not of a finished turn; keep them on this one.
-            self.last_turn = None
 
     async def cancel(self) -> None:
         assert self.conn is not None
-        if self.turn is not None:
-            self.turn.cancel_sent_at = self.ctx.clock.now()
+        self.router.cancel_sent(self.ctx.clock.now())
         self.policy = "cancelled"
         await self.conn.notify("session/cancel", {"sessionId": self.session_id})
 
     # --- what the agent sends ------------------------------------------------------------------
 
     def _response(self, method: str, answer: Answer) -> None:
-        if method == "session/prompt" and self.turn is not None:
-            self._keep_reply(self.turn)
-            self.turn.answered_at = answer.answered_at
-            self.last_turn, self.turn = self.turn, None
-            self.ctx.current_turn = None
+        if method == "session/prompt":
+            self.router.answered(answer.answered_at)
 
     def _notification(self, message: jsonrpc.Notification) -> None:
         if message.method != "session/update" or not isinstance(message.params, dict):
             return
         update = message.params.get("update")
-        if not isinstance(update, dict):
-            return
-        kind = str(update.get("sessionUpdate"))
-        turn = self.turn
-        if turn is None:
-            if self.request is not None:
-                counts = self.request.replayed_updates
-                counts[kind] = counts.get(kind, 0) + 1
-            elif self.last_turn is not None:
-                self.last_turn.late_updates[kind] = self.last_turn.late_updates.get(kind, 0) + 1
-            return
-        turn.update_counts[kind] = turn.update_counts.get(kind, 0) + 1
-        content = update.get("content")
-        text = content.get("text") if isinstance(content, dict) and content.get("type") == "text" else None
-        if kind == "agent_message_chunk" and isinstance(text, str):
-            turn.reply_length += len(text)
-            if self._reply_size < REPLY_TEXT_LIMIT:  # parts, not a growing string: no quadratic copy
-                self._reply_parts.append(text)
-                self._reply_size += len(text)
-        elif kind == "agent_thought_chunk" and isinstance(text, str):
-            if len(turn.thought_text) < THOUGHT_TEXT_LIMIT:
-                turn.thought_text = (turn.thought_text + text)[:THOUGHT_TEXT_LIMIT]
-        elif kind in ("tool_call", "tool_call_update"):
-            self._tool_call(turn, update)
-        if self.on_update is not None:
-            self.on_update(kind, update)
-
-    def _tool_call(self, turn: TurnEvidence, update: dict[str, Any]) -> None:
-        call_id = str(update.get("toolCallId"))
-        known = next((c for c in turn.tool_calls if c.tool_call_id == call_id), None)
-        if known is None:
-            known = ToolCallEvidence(tool_call_id=call_id, at=self.ctx.clock.now())
-            turn.tool_calls.append(known)
-        for field, key in (("title", "title"), ("kind", "kind"), ("status", "status"), ("raw_input", "rawInput")):
-            if update.get(key) is not None:
-                value = update[key]
-                setattr(known, field, _clip_json(value) if field == "raw_input" else str(value))
+        if isinstance(update, dict):
+            self.router.route(update, self.on_update)
 
     async def _agent_request(self, request: jsonrpc.Request) -> tuple[Any, dict[str, Any] | None]:
-        turn = self.turn or self.last_turn
+        turn = self.router.turn_of_agent_requests
         if request.method == "session/request_permission":
             answer = permissions.decide(self.policy, request.params)
             params = request.params if isinstance(request.params, dict) else {}

@@ -1,4 +1,11 @@
-"""THE table: the journeys, the checks and every way a journey can fail.
+"""THE table: the journeys, the checks, Rondar's bounds and every way a journey can fail.
+
+One row per journey (`JOURNEYS`): its id, title, doc anchor, how many agent processes it starts,
+its own failure ids, the turns its script sends and the markers its checks look for. Every other
+table keyed by journey id is derived from these rows (`JOURNEY_FAILURES` here, what a pass needs
+in the judge) or is code that must name the same ids (the judge's checks, the journey scripts;
+tests/test_catalog.py holds them to the same set, both ways, with the anchors of the docs).
+`RULES` holds Rondar's own bounds, which the judge and the driver both read.
 
 Rules of this module: data only. Every failure id is stable (it is in result.json, baselines and
 users' CI logs); its message tells the agent author what to fix; its anchor is on Rondar's page
@@ -17,12 +24,48 @@ Tier = Literal["rondar", "strict"]
 
 
 @dataclass(frozen=True)
+class Rules:
+    """Rondar's bounds: part of the verdict, so never scaled by --timeout-scale."""
+
+    exit_s: float = 10.0
+    """The agent ends by itself in 10 seconds after its input closes."""
+    cancel_s: float = 30.0
+    """The stop reason `cancelled` in 30 seconds or less after session/cancel."""
+
+
+RULES = Rules()
+
+PROCESS_CHECKS: tuple[tuple[str, str], ...] = (
+    ("initialize-protocol-version", "The answer to initialize has protocolVersion 1, as a number."),
+    ("no-exit-after-stdin-close",
+     f"The agent ends by itself in {RULES.exit_s:.0f} seconds after its input closes."),
+    ("process-left", "No process is left after the agent ends (shell commands, tool servers)."),
+)
+"""The checks on every agent process of every journey (#step-2), with their text for `list`."""
+
+PROCESS_FAILURE_IDS: tuple[str, ...] = tuple(i for i, _ in PROCESS_CHECKS) + (
+    "agent-exited", "timeout", "session-new-error")
+"""The failure ids that any journey can produce through its processes and requests."""
+
+
+@dataclass(frozen=True)
 class Journey:
     id: str
     title: str
     anchor: str
     processes: int
     """How many agent processes the journey starts, one after another."""
+    failures: tuple[str, ...]
+    """Its own failure ids, after `PROCESS_FAILURE_IDS` (the order is that of `acp-journeys list`)."""
+    turns: tuple[str, ...]
+    """The names of the turns its script sends: a pass needs each of them answered."""
+    markers: tuple[str, ...] = ()
+    """The keys of `evidence.markers` that its checks look for."""
+
+    @property
+    def failure_ids(self) -> tuple[str, ...]:
+        """Every failure id this journey can produce: its processes' and its own."""
+        return PROCESS_FAILURE_IDS + self.failures
 
 
 @dataclass(frozen=True)
@@ -36,23 +79,36 @@ class FailureKind:
     """One of the 9 common failures that Rondar's page names (#step-10)."""
 
 
+_TURN = ("stop-reason", "prompt-error")  # on every turn
+
 JOURNEYS: tuple[Journey, ...] = (
-    Journey("turn-to-end", "A turn to its end", "step-3", 1),
-    Journey("follow-up-same-session", "A follow-up in the same session", "step-4", 1),
-    Journey("follow-up-after-restart", "A follow-up after a restart", "step-5", 2),
-    Journey("image-and-file", "An image and a file", "step-6", 1),
-    Journey("stop-running-turn", "Stop a running turn", "step-7", 1),
-    Journey("plan-turn-saved-plan", "A Plan turn to a saved plan", "step-8", 1),
-    Journey("plan-regular-plan", "Plan, then regular, then Plan again", "step-9", 1),
+    Journey("turn-to-end", "A turn to its end", "step-3", 1,
+            ("reply-not-in-chunks", "reply-missing-marker") + _TURN,
+            turns=("reply",), markers=("reply",)),
+    Journey("follow-up-same-session", "A follow-up in the same session", "step-4", 1,
+            ("reply-not-in-chunks", "reply-missing-word") + _TURN,
+            turns=("remember", "ask"), markers=("word",)),
+    Journey("follow-up-after-restart", "A follow-up after a restart", "step-5", 2,
+            ("no-load-session", "session-load-error", "reply-not-in-chunks", "reply-missing-word") + _TURN,
+            turns=("remember", "ask"), markers=("word",)),
+    Journey("image-and-file", "An image and a file", "step-6", 1,
+            ("no-image-capability", "reply-not-in-chunks", "reply-missing-word", "reply-missing-red") + _TURN,
+            turns=("image",), markers=("file",)),
+    Journey("stop-running-turn", "Stop a running turn", "step-7", 1,
+            ("no-tool-call-before-cancel", "sleep-never-started", "cancel-too-slow", "stop-reason", "sleep-left",
+             "prompt-error"),
+            turns=("sleep",)),
+    Journey("plan-turn-saved-plan", "A Plan turn to a saved plan", "step-8", 1,
+            ("no-plan-mode", "set-mode-error", "create-plan-not-called", "get-plan-not-called",
+             "reply-missing-plan-id", "plan-changed-workspace") + _TURN,
+            turns=("plan",), markers=("input",)),
+    # Rondar asks only that both Plan turns save their plan here (#step-9), not get_plan or the id.
+    Journey("plan-regular-plan", "Plan, then regular, then Plan again", "step-9", 1,
+            ("no-plan-mode", "set-mode-error", "create-plan-not-called", "regular-file-missing") + _TURN,
+            turns=("plan", "regular", "plan-again"), markers=("input",)),
 )
 JOURNEY_IDS: tuple[str, ...] = tuple(j.id for j in JOURNEYS)
 JOURNEYS_BY_ID: dict[str, Journey] = {j.id: j for j in JOURNEYS}
-
-PROCESS_CHECKS: tuple[tuple[str, str], ...] = (
-    ("initialize-protocol-version", "The answer to initialize has protocolVersion 1, as a number."),
-    ("no-exit-after-stdin-close", "The agent ends by itself in 10 seconds after its input closes."),
-    ("process-left", "No process is left after the agent ends (shell commands, tool servers)."),
-)
 
 _FAILURES: tuple[FailureKind, ...] = (
     # The checks on every agent process (#step-2); the 9 common failures are Rondar's (#step-10).
@@ -110,8 +166,8 @@ _FAILURES: tuple[FailureKind, ...] = (
                 "the command `sleep 120` never ran (no sleep process, no tool call about it in progress) "
                 "before the turn ended or the bound ran out, so the stop could not be tried.", "step-7"),
     FailureKind("cancel-too-slow",
-                "the turn ended more than 30 seconds after session/cancel: stop the running tool call "
-                "when session/cancel comes, and answer the prompt with cancelled.", "step-7", common=True),
+                f"the turn ended more than {RULES.cancel_s:.0f} seconds after session/cancel: stop the running "
+                "tool call when session/cancel comes, and answer the prompt with cancelled.", "step-7", common=True),
     FailureKind("sleep-left",
                 "a sleep process was left after the stop: kill the running command on session/cancel.",
                 "step-7"),
@@ -158,26 +214,8 @@ _FAILURES: tuple[FailureKind, ...] = (
 
 FAILURES: dict[str, FailureKind] = {f.id: f for f in _FAILURES}
 
-# Which failure ids each journey can produce, for `acp-journeys list` and the docs.
-_PROCESS_IDS = ("initialize-protocol-version", "no-exit-after-stdin-close", "process-left",
-                "agent-exited", "timeout", "session-new-error")
-JOURNEY_FAILURES: dict[str, tuple[str, ...]] = {
-    "turn-to-end": ("reply-not-in-chunks", "reply-missing-marker", "stop-reason", "prompt-error"),
-    "follow-up-same-session": ("reply-not-in-chunks", "reply-missing-word", "stop-reason", "prompt-error"),
-    "follow-up-after-restart": ("no-load-session", "session-load-error", "reply-not-in-chunks",
-                                "reply-missing-word", "stop-reason", "prompt-error"),
-    "image-and-file": ("no-image-capability", "reply-not-in-chunks", "reply-missing-word",
-                       "reply-missing-red", "stop-reason", "prompt-error"),
-    "stop-running-turn": ("no-tool-call-before-cancel", "sleep-never-started", "cancel-too-slow",
-                          "stop-reason", "sleep-left", "prompt-error"),
-    "plan-turn-saved-plan": ("no-plan-mode", "set-mode-error", "create-plan-not-called",
-                             "get-plan-not-called", "reply-missing-plan-id", "plan-changed-workspace",
-                             "stop-reason", "prompt-error"),
-    # Rondar asks only that both Plan turns save their plan here (#step-9), not get_plan or the id.
-    "plan-regular-plan": ("no-plan-mode", "set-mode-error", "create-plan-not-called",
-                          "regular-file-missing", "stop-reason", "prompt-error"),
-}
-JOURNEY_FAILURES = {k: _PROCESS_IDS + v for k, v in JOURNEY_FAILURES.items()}
+# Which failure ids each journey can produce, for `acp-journeys list`, the docs and baselines.
+JOURNEY_FAILURES: dict[str, tuple[str, ...]] = {j.id: j.failure_ids for j in JOURNEYS}
 
 
 def anchor_for(failure_id: str, journey_id: str) -> str:

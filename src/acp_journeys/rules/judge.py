@@ -27,10 +27,10 @@ from acp_journeys.rules.evidence import (
 )
 from acp_journeys.rules.model_requests import NO_REQUEST, RequestRecord, explains, hints, stub_failures
 
-EXIT_BOUND_S = 10.0
-"""Rondar: the agent ends by itself in 10 seconds after its input closes."""
-CANCEL_BOUND_S = 30.0
-"""Rondar: the stop reason `cancelled` in 30 seconds or less after session/cancel."""
+EXIT_BOUND_S = catalog.RULES.exit_s
+"""Rondar: the agent ends by itself in 10 seconds after its input closes (the catalog's RULES)."""
+CANCEL_BOUND_S = catalog.RULES.cancel_s
+"""Rondar: the stop reason `cancelled` in 30 seconds or less after session/cancel (the catalog's RULES)."""
 COMMAND_LIMIT = 120
 """How much of a leftover's command line a failure shows."""
 
@@ -189,29 +189,18 @@ def _runner_error(journey_id: str, docs_url: str, detail: str) -> Failure:
 
 # --- what a pass needs in the evidence -----------------------------------------------------------
 
-_TURNS = {
-    "turn-to-end": ("reply",), "follow-up-same-session": ("remember", "ask"),
-    "follow-up-after-restart": ("remember", "ask"), "image-and-file": ("image",),
-    "stop-running-turn": ("sleep",), "plan-turn-saved-plan": ("plan",),
-    "plan-regular-plan": ("plan", "regular", "plan-again"),
-}
-_MARKERS = {
-    "turn-to-end": ("reply",), "follow-up-same-session": ("word",), "follow-up-after-restart": ("word",),
-    "image-and-file": ("file",), "plan-turn-saved-plan": ("input",), "plan-regular-plan": ("input",),
-}
-
-
 def missing_evidence(e: JourneyEvidence) -> list[str]:
     """What a journey's evidence lacks for a pass: the turns its script sends, each answered; its
     agent processes, each answered initialize and ended; the markers its checks look for."""
-    missing = [f"marker {name!r}" for name in _MARKERS.get(e.journey, ()) if not e.markers.get(name)]
-    needed = catalog.JOURNEYS_BY_ID[e.journey].processes
+    journey = catalog.JOURNEYS_BY_ID[e.journey]
+    missing = [f"marker {name!r}" for name in journey.markers if not e.markers.get(name)]
+    needed = journey.processes
     if len(e.processes) < needed:
         missing.append(f"{needed} agent process(es), {len(e.processes)} recorded")
     for p in e.processes:
         if p.initialize_raw is None or (p.exited_at is None and p.killed_after is None):
             missing.append(f"process {p.index + 1}: its answer to initialize and its end")
-    for name in _TURNS.get(e.journey, ()):
+    for name in journey.turns:
         turn = _turn(e, name)
         if turn is None:
             missing.append(f"turn {name}")

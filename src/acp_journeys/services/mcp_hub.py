@@ -42,11 +42,13 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
+from acp_journeys.protocol import framing
+
 logger = logging.getLogger("acp_journeys.mcp")
 
 SERVER_NAME = "rondar"
 MAX_SOCKET_PATH_BYTES = 100  # sun_path is 108 bytes on Linux, 104 on macOS
-MAX_LINE_BYTES = 32 * 1024 * 1024  # one JSON-RPC message; beyond this the connection is dropped
+MAX_LINE_BYTES = 32 * 1024 * 1024  # one JSON-RPC message (framing's bound); beyond this the connection is dropped
 MAX_PLANS = 256  # per channel: a journey saves one or two; beyond this create_plan answers an error
 MAX_PLAN_CHARS = 8 * 1024 * 1024  # titles and descriptions of a channel's plans, together
 DRAIN_SECONDS = 1.0  # after a client half-closes, in-flight requests get this long to answer
@@ -327,7 +329,7 @@ class RondarMcpHub:
         number = channel._next_connection()
         logger.debug("channel %s: connection %d opened", channel.name, number)
         try:
-            await _serve_socket(self._ensure_server(), _Connection(channel, number), reader, writer)
+            await _SocketSession(self._ensure_server(), _Connection(channel, number), reader, writer).run()
         except Exception:
             logger.exception("channel %s: connection %d failed", channel.name, number)
         finally:
@@ -396,37 +398,96 @@ def _package_version() -> str:
         return "0"
 
 
-async def _serve_socket(
-    server: Any, connection: _Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-) -> None:
-    """Run `server` over one newline-delimited JSON-RPC socket connection until either side ends.
+class _SocketSession:
+    """One accepted socket as one MCP session: newline-delimited JSON-RPC in and out around
+    `server.run`, until either side ends. The counterpart of `mcp.server.stdio.stdio_server`.
 
-    The counterpart of `mcp.server.stdio.stdio_server` for a socket. When the peer half-closes,
-    the requests already read get up to DRAIN_SECONDS to be answered before the session ends
-    (the `mcp` dispatcher cancels in-flight handlers at the end of its input).
+    Three tasks share it: `_pump_in` (socket -> `protocol.framing` lines -> messages for the
+    server), the server itself, and `_pump_out` (the server's messages -> socket). When the peer
+    half-closes, the requests already read get up to DRAIN_SECONDS to be answered before the
+    session ends (the `mcp` dispatcher cancels in-flight handlers at the end of its input). A
+    line over MAX_LINE_BYTES drops the connection (framing holds none of its bytes meanwhile).
     """
-    import anyio
-    import mcp.types as types
-    from mcp.shared.message import SessionMessage
 
-    label = f"channel {connection.channel.name}: connection {connection.number}"
-    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
-    pending: set[Any] = set()  # ids of requests read but not yet answered
-    answered = anyio.Event()
+    READ_CHUNK = 65536
 
-    async def send_bytes(data: bytes) -> bool:
+    def __init__(self, server: Any, connection: _Connection, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter) -> None:
+        import anyio
+        from mcp.shared.message import SessionMessage
+
+        self.server = server
+        self.connection = connection
+        self.reader, self.writer = reader, writer
+        self.label = f"channel {connection.channel.name}: connection {connection.number}"
+        self.lines = framing.LineBuffer(MAX_LINE_BYTES)
+        self._read_send, self._read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        self._write_send, self._write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+        self._pending: set[Any] = set()  # ids of requests read but not yet answered
+        self._answered = anyio.Event()  # set (and replaced) at each answer that goes out
+        self._writer_done = anyio.Event()
+
+    async def run(self) -> None:
+        import anyio
+
+        token = _CURRENT_CONNECTION.set(self.connection)
         try:
-            writer.write(data)
-            await writer.drain()
-            return True
-        except (ConnectionError, OSError, RuntimeError) as exc:
-            logger.debug("%s: the peer stopped reading (%r)", label, exc)
-            return False
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._pump_in)
+                tg.start_soon(self._pump_out)
+                await self.server.run(self._read_recv, self._write_send, self.server.create_initialization_options())
+                # The server closed its write stream; let _pump_out put the last answers out.
+                with anyio.move_on_after(DRAIN_SECONDS):
+                    await self._writer_done.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            _CURRENT_CONNECTION.reset(token)
 
-    async def reject(line: bytes, exc: Exception) -> None:
+    # --- in ---
+
+    async def _pump_in(self) -> None:
+        import anyio
+
+        try:
+            async with self._read_send:
+                if await self._read_lines():
+                    await self._drain()
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # the session ended first
+
+    async def _read_lines(self) -> bool:
+        """Hand every line to the server: True when the peer half-closed, False to drop it now."""
+        while True:
+            try:
+                chunk = await self.reader.read(self.READ_CHUNK)
+            except (ConnectionError, OSError) as exc:
+                logger.debug("%s: read failed (%r)", self.label, exc)
+                return False
+            for item in self.lines.feed(chunk) if chunk else self.lines.finish():
+                if isinstance(item, framing.Overlong):
+                    logger.warning("%s: a line of %d bytes is over the %d-byte bound; dropping the connection",
+                                   self.label, item.size, MAX_LINE_BYTES)
+                    return False
+                await self._take(item.raw)
+            if not chunk:
+                return True
+
+    async def _take(self, line: bytes) -> None:
+        import mcp.types as types
+        from mcp.shared.message import SessionMessage
+
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except Exception as exc:
+            await self._reject(line, exc)
+            return
+        if isinstance(message, types.JSONRPCRequest):
+            self._pending.add(message.id)
+        await self._read_send.send(SessionMessage(message))
+
+    async def _reject(self, line: bytes, exc: Exception) -> None:
         """Answer a line that is no JSON-RPC message as JSON-RPC 2.0 says; never judge it."""
-        logger.warning("%s: not a JSON-RPC message (%s): %.200r", label, type(exc).__name__, line)
+        logger.warning("%s: not a JSON-RPC message (%s): %.200r", self.label, type(exc).__name__, line)
         try:
             value = json.loads(line)
         except ValueError:
@@ -436,86 +497,44 @@ async def _serve_socket(
             if not isinstance(req_id, str | int) or isinstance(req_id, bool):
                 return  # a malformed notification or response: nothing to answer
             error = {"jsonrpc": "2.0", "id": req_id, "error": {"code": -32600, "message": "Invalid Request"}}
-        await send_bytes((json.dumps(error) + "\n").encode())
+        await self._send((json.dumps(error) + "\n").encode())
 
-    async def pump_in() -> None:
-        # A growing bytearray, searched for a newline only where the new bytes start: a long
-        # line costs time in proportion to its length, not to its square.
-        buffer = bytearray()
+    async def _drain(self) -> None:
+        """The peer half-closed: let what it asked for be answered first, for a bounded time."""
+        import anyio
+
+        with anyio.move_on_after(DRAIN_SECONDS):
+            while self._pending:
+                await self._answered.wait()
+
+    # --- out ---
+
+    async def _pump_out(self) -> None:
+        import anyio
+        import mcp.types as types
+
         try:
-            async with read_send:
-                while True:
-                    try:
-                        chunk = await reader.read(65536)
-                    except (ConnectionError, OSError) as exc:
-                        logger.debug("%s: read failed (%r)", label, exc)
-                        return
-                    lines = []
-                    start, look = 0, len(buffer)
-                    buffer += chunk
-                    while (end := buffer.find(b"\n", look)) != -1:
-                        lines.append(bytes(buffer[start:end]))
-                        start = look = end + 1
-                    del buffer[:start]
-                    if not chunk and buffer:
-                        lines.append(bytes(buffer))
-                        buffer.clear()
-                    if len(buffer) > MAX_LINE_BYTES:
-                        logger.warning("%s: a line of over %d bytes; dropping the connection", label, MAX_LINE_BYTES)
-                        return
-                    for line in lines:
-                        if not line.strip():
-                            continue
-                        try:
-                            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                        except Exception as exc:
-                            await reject(line, exc)
-                            continue
-                        if isinstance(message, types.JSONRPCRequest):
-                            pending.add(message.id)
-                        await read_send.send(SessionMessage(message))
-                    if not chunk:
-                        break
-                # The peer half-closed: let what it asked for be answered first.
-                with anyio.move_on_after(DRAIN_SECONDS):
-                    while pending:
-                        await answered.wait()
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass  # the session ended first
-
-    writer_done = anyio.Event()
-
-    async def pump_out() -> None:
-        try:
-            await write_loop()
+            async with self._write_recv:
+                async for session_message in self._write_recv:
+                    message = session_message.message
+                    data = message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                    # A failed send is not retried; keep draining so the server never blocks on us.
+                    await self._send(data.encode())
+                    if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+                        self._pending.discard(message.id)
+                        self._answered.set()
+                        self._answered = anyio.Event()
         finally:
-            writer_done.set()
+            self._writer_done.set()
 
-    async def write_loop() -> None:
-        nonlocal answered
-        async with write_recv:
-            async for session_message in write_recv:
-                message = session_message.message
-                data = message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                # A failed send is not retried; keep draining so the server never blocks on us.
-                await send_bytes(data.encode())
-                if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-                    pending.discard(message.id)
-                    answered.set()
-                    answered = anyio.Event()
-
-    token = _CURRENT_CONNECTION.set(connection)
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(pump_in)
-            tg.start_soon(pump_out)
-            await server.run(read_recv, write_send, server.create_initialization_options())
-            # The server closed its write stream; let pump_out put the last answers out.
-            with anyio.move_on_after(DRAIN_SECONDS):
-                await writer_done.wait()
-            tg.cancel_scope.cancel()
-    finally:
-        _CURRENT_CONNECTION.reset(token)
+    async def _send(self, data: bytes) -> bool:
+        try:
+            self.writer.write(data)
+            await self.writer.drain()
+            return True
+        except (ConnectionError, OSError, RuntimeError) as exc:
+            logger.debug("%s: the peer stopped reading (%r)", self.label, exc)
+            return False
 
 
 # --- plain stdio --------------------------------------------------------------------------------

@@ -24,9 +24,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from acp_journeys.rules.catalog import RULES
+
 LABEL_CHARS = 48
 DETAIL_CHARS = 600
-CANCEL_BOUND_S = 30.0
+CANCEL_BOUND_S = RULES.cancel_s
 """Rondar's bound on the stop (the judge's rule); the timeline only writes it next to the latency."""
 
 LANES = ("process", "requests", "updates", "tools", "cancel")
