@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from acp_journeys.editor.journeys.image_and_file import red_png
 from acp_journeys.editor.session import AgentSession, Bounds, JourneyContext
 from acp_journeys.launch import relay_command
 from acp_journeys.protocol import jsonrpc
-from acp_journeys.protocol.schema import definition_for, violations
+from acp_journeys.protocol.schema import _fast_check, _routes, _validator, definition_for, violations
 from acp_journeys.rules import prompts
 from acp_journeys.services.mcp_hub import mcp_server_entry
 
@@ -261,3 +262,99 @@ def test_the_image_journey_sends_a_text_and_an_image_block(monkeypatch: pytest.M
 def test_plan_regular_plan_switches_to_plan_then_the_initial_mode_then_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     sent = sent_by_journey("plan-regular-plan", monkeypatch)
     assert [p["modeId"] for m, p in sent if m == "session/set_mode"] == ["plan", "default", "plan"]
+
+
+# --- the fast check says "valid" exactly when jsonschema finds no error ------------------------
+
+AGENT_SIDE = [
+    ("agent-response", "initialize", {"protocolVersion": 1, "agentCapabilities": {
+        "loadSession": True, "promptCapabilities": {"image": True, "embeddedContext": False}},
+        "authMethods": [], "agentInfo": {"name": "agent", "version": "1.0"}}),
+    ("agent-response", "session/new", SESSION_NEW_ANSWER),
+    ("agent-response", "session/new", SESSION_NEW_CONFIG_ANSWER),
+    ("agent-response", "session/prompt", {"stopReason": "end_turn", "_meta": {"x": 1}}),
+    ("agent-response", "session/set_mode", {}),
+    ("agent-notification", "session/update", chunk({"type": "text", "text": "REPLY-1"})),
+    ("agent-notification", "session/update", {"sessionId": "s-1", "update": {
+        "sessionUpdate": "tool_call", "toolCallId": "t-1", "title": "sleep 120", "kind": "execute",
+        "status": "in_progress", "rawInput": {"command": "sleep 120"},
+        "locations": [{"path": "/workspace/a.txt", "line": 3}]}}),
+    ("agent-notification", "session/update", {"sessionId": "s-1", "update": {
+        "sessionUpdate": "tool_call_update", "toolCallId": "t-1", "status": "completed",
+        "content": [{"type": "content", "content": {"type": "text", "text": "done"}},
+                    {"type": "diff", "path": "/workspace/a.txt", "oldText": None, "newText": "x"}]}}),
+    ("agent-notification", "session/update", {"sessionId": "s-1", "update": {
+        "sessionUpdate": "plan", "entries": [{"content": "step", "priority": "high", "status": "pending"}]}}),
+    ("agent-notification", "session/update", {"sessionId": "s-1", "update": {
+        "sessionUpdate": "available_commands_update",
+        "availableCommands": [{"name": "plan", "description": "Plan first", "input": {"hint": "what"}}]}}),
+    ("agent-notification", "session/update", {"sessionId": "s-1", "update": {
+        "sessionUpdate": "current_mode_update", "currentModeId": "plan"}}),
+    ("agent-request", "session/request_permission", PERMISSION),
+    ("agent-request", "fs/read_text_file", {"sessionId": "s-1", "path": "/workspace/a.txt", "line": 1, "limit": 10}),
+    *[("client-message", method, params) for method, params in OUR_REQUESTS],
+]
+ODD_VALUES = [None, True, False, 0, -1, 1.0, 1.5, 2**70, "", "x", "text", "plan", [], {}, [1], {"type": "text"}]
+
+
+def _paths(value: Any, prefix: tuple = ()) -> list[tuple]:
+    found = [prefix]
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, sub in items:
+        found += _paths(sub, prefix + (key,))
+    return found
+
+
+def _mutations(payload: Any) -> list[Any]:
+    """The payload, and copies with one place changed: each odd value, removed, one key more."""
+    out = [payload]
+    for path in _paths(payload):
+        def at(change):
+            copy = json.loads(json.dumps(payload))
+            if not path:
+                return change(None, None, copy)
+            parent = copy
+            for key in path[:-1]:
+                parent = parent[key]
+            change(parent, path[-1], parent[path[-1]])
+            return copy
+        for odd in ODD_VALUES:
+            out.append(odd if not path else at(lambda p, k, v: p.__setitem__(k, odd)))
+        if path:
+            out.append(at(lambda p, k, v: p.__delitem__(k)))
+            out.append(at(lambda p, k, v: v.__setitem__("zzExtra", 1) if isinstance(v, dict) else v.append(None)
+                          if isinstance(v, list) else None))
+    return out
+
+
+def test_every_routed_type_has_a_fast_check() -> None:
+    # a type the compiler cannot model would silently lose the speed-up, never a violation
+    assert all(_fast_check(name) is not None for name in set(_routes().values()))
+
+
+@pytest.mark.parametrize("role,method,payload", AGENT_SIDE, ids=[f"{r}:{m}" for r, m, _ in AGENT_SIDE])
+def test_the_fast_check_agrees_with_jsonschema_on_a_frame_and_its_mutations(role: str, method: str,
+                                                                           payload: Any) -> None:
+    name = definition_for(role, method)
+    assert name is not None and not violations(role, method, payload)
+    fast, full = _fast_check(name), _validator(name)
+    verdicts = [(fast(m), full.is_valid(m), m) for m in _mutations(payload)]
+    assert [v for v in verdicts if v[0] != v[1]] == []
+    assert any(not ok for _, ok, _ in verdicts)  # the mutations do reach invalid frames
+
+
+def test_the_fast_check_follows_jsonschema_where_the_acp_schema_does_not_reach() -> None:
+    # the vendored schema's oneOf branches exclude each other; a schema of the future may not
+    import jsonschema
+
+    from acp_journeys.protocol.schema import _Compiler
+
+    cases = [({"oneOf": [{"type": "integer"}, {"type": "number"}]}, [1, 1.5, "x"]),
+             ({"enum": [1, "a", [True]]}, [1, 1.0, True, "a", [True], [1]]),
+             ({"const": False}, [False, 0, None]),
+             ({"type": ["string", "null"], "minLength": 2}, ["", "ab", None, 3]),
+             ({"additionalProperties": {"type": "integer"}, "properties": {"a": {}}}, [{"a": "x", "b": 1}, {"b": "x"}]),
+             ({"not": {"items": {"type": "string"}}}, [["a"], [1], "no array"])]
+    for schema, values in cases:
+        fast = _Compiler({}).node(schema)
+        assert [fast(v) for v in values] == [jsonschema.Draft202012Validator(schema).is_valid(v) for v in values]
