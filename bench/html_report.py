@@ -31,7 +31,8 @@ from browser import Chromium  # noqa: E402
 from acp_journeys.output.html.report import render_html  # noqa: E402
 from acp_journeys.rules.evidence import RunResult  # noqa: E402
 
-AGENT = [sys.executable, str(ROOT / "src" / "acp_journeys" / "demo" / "reference_agent.py")]
+# The fixture agent whose stop ends with end_turn: one failed journey to show.
+AGENT = [sys.executable, str(ROOT / "tests" / "fixtures" / "agents" / "cancel-end-turn.py")]
 
 TIMINGS = """(() => {
   const nav = performance.getEntriesByType('navigation')[0];
@@ -89,7 +90,7 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="acpj-bench-html-") as tmp:
         work = Path(tmp)
-        result = pad(run_cli(work / "result.json", "--defect", "cancel-end-turn"), args.frames)
+        result = pad(run_cli(work / "result.json"), args.frames)
         frames = sum(len(j.transcript or []) for j in result.journeys)
         t0 = time.perf_counter()
         page = render_html(result)
@@ -126,9 +127,9 @@ def main() -> int:
 def screenshot(path: Path, work: Path) -> None:
     """The report of a run whose stop ends with end_turn, as a reader first sees it (the top and
     the failed journey, open), cropped below its timeline. The agent command is shown
-    as `reference-agent ...`: this machine's paths say nothing to a reader."""
-    result = run_cli(work / "shot.json", "--defect", "cancel-end-turn", "--latency", "0.2")
-    result.agent_command = ["reference-agent", "--defect", "cancel-end-turn", "--latency", "0.2"]
+    as `python3 cancel-end-turn.py ...`: this machine's paths say nothing to a reader."""
+    result = run_cli(work / "shot.json", "--latency", "0.2")
+    result.agent_command = ["python3", "cancel-end-turn.py", "--latency", "0.2"]
     html = work / "shot.html"
     html.write_text(render_html(result), encoding="utf-8")
     with Chromium() as browser:

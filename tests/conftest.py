@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -14,6 +16,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_AGENT = ROOT / "src" / "acp_journeys" / "demo" / "reference_agent.py"
 AGENTS = Path(__file__).resolve().parent / "agents"
+# One file a defect: a subclass of the reference agent that declares its verdict (see _reference.py).
+FIXTURE_AGENTS = Path(__file__).resolve().parent / "fixtures" / "agents"
 
 # Small bounds keep the hung-agent fixtures short; Rondar's own 10 s / 30 s rules are not scaled.
 # Not smaller: a bound is a verdict only for an agent that never answers, and at 0.05 (3 s for
@@ -53,10 +57,45 @@ def run_journeys(agent: list[str], tmp_path: Path, *extra: str, **kw) -> RunOutc
 
 
 def reference_agent(*defects: str) -> list[str]:
-    argv = [sys.executable, str(REFERENCE_AGENT)]
-    for defect in defects:
-        argv += ["--defect", defect]
-    return argv
+    """The conforming reference agent, or with defects the fixture agent that has them all
+    (tests/fixtures/agents/<a>+<b>.py)."""
+    if not defects:
+        return [sys.executable, str(REFERENCE_AGENT)]
+    path = FIXTURE_AGENTS / f"{'+'.join(defects)}.py"
+    assert path.exists(), f"no fixture agent {path.name}"
+    return [sys.executable, str(path)]
+
+
+def fixture_names() -> list[str]:
+    """Every fixture agent, by its defect's name ("a+b" for a combination)."""
+    return sorted(p.stem for p in FIXTURE_AGENTS.glob("*.py") if not p.name.startswith("_"))
+
+
+def fixture_constant(name: str, constant: str, default=None):
+    """A literal of a fixture agent's module (VERDICT, STRICT_VERDICT...), read without running it:
+    the table's process need not import the agent."""
+    tree = ast.parse((FIXTURE_AGENTS / f"{name}.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [constant]:
+            return ast.literal_eval(node.value)
+    return default
+
+
+def fixture_verdicts(constant: str = "VERDICT") -> dict[str, dict[str, list[str]]]:
+    """name -> {journey: failure ids} of the fixtures that declare one (None: not in the table)."""
+    verdicts = {name: fixture_constant(name, constant) for name in fixture_names()}
+    return {name: verdict for name, verdict in verdicts.items() if verdict is not None}
+
+
+def fixture_agent_dir(folder: Path) -> Path:
+    """A folder for --agent-dir (mounted at /agent): the fixture agents and, beside them, the
+    tree's reference agent, which they import before the image's installed one."""
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o755)  # as the tree's folders: the agent's user in the container may be another
+    for path in FIXTURE_AGENTS.glob("*.py"):
+        shutil.copy(path, folder / path.name)
+    shutil.copy(REFERENCE_AGENT, folder / "reference_agent.py")
+    return folder
 
 
 @pytest.fixture

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 from action_harness import CompositeAction, job_env, parse_github_output, workflow_commands
+from conftest import FIXTURE_AGENTS, fixture_agent_dir
 from fake_github import FakeGitHub, serve
 from ruamel.yaml import YAML
 
@@ -226,6 +227,7 @@ def test_example_files_are_in_place() -> None:
     for name in ("reference-agent", "failing-agent"):
         text = (ROOT / "examples" / name / "Dockerfile").read_text()
         assert "ARG BASE_IMAGE=" in text and "COPY src/acp_journeys/demo/reference_agent.py" in text
+    assert " tests/fixtures/agents/cancel-end-turn.py " in (ROOT / "examples" / "failing-agent" / "Dockerfile").read_text()
     ci = load_yaml(ROOT / ".github" / "workflows" / "ci.yml")
     uses = [s for job in ci["jobs"].values() for s in job.get("steps", []) if s.get("uses") == "./"]
     dockerfiles = {s["with"].get("dockerfile") for s in uses}
@@ -719,6 +721,7 @@ def _agent_repo(workspace: Path) -> None:
     (workspace / "src" / "acp_journeys" / "demo").mkdir(parents=True)
     shutil.copy(ROOT / "src" / "acp_journeys" / "demo" / "reference_agent.py",
                 workspace / "src" / "acp_journeys" / "demo" / "reference_agent.py")
+    shutil.copytree(FIXTURE_AGENTS, workspace / "tests" / "fixtures" / "agents")  # the failing agent's
     for name in ("reference-agent", "failing-agent"):
         shutil.copytree(ROOT / "examples" / name, workspace / "examples" / name)
     (workspace / "README.md").write_text("an agent\n")
@@ -750,6 +753,15 @@ def _run_action(tmp_path: Path, api: FakeGitHub, inputs: dict[str, str],  # type
     start = time.monotonic()
     run = action.run()
     return run, time.monotonic() - start
+
+
+def fixture_image(tag: str, context: Path) -> str:
+    """The runner image with the fixture agents at /agent (and the tree's reference agent beside
+    them), labelled with its tag so that its containers can be told from any other run's."""
+    fixture_agent_dir(context / "agent")
+    (context / "Dockerfile").write_text(f"FROM {RUNNER_IMAGE}\nLABEL acp-journeys.test={tag}\nCOPY agent /agent\n")
+    subprocess.run(["docker", "build", "-q", "-t", tag, str(context)], check=True, capture_output=True, timeout=120)
+    return tag
 
 
 def _cleanup_image(name: str) -> None:
@@ -948,13 +960,11 @@ def test_end_to_end_a_cancelled_run_stops_the_journeys_cleanly(engine_images: No
     temp.mkdir()
     image = f"acp-journeys-cancel-test:{os.getpid()}"
     # An image of its own (its own id), so that its containers can be told from any other run's.
-    subprocess.run(["docker", "build", "-q", "-t", image, "-"], check=True, capture_output=True, timeout=120,
-                   input=f"FROM {RUNNER_IMAGE}\nLABEL acp-journeys.test={image}\n".encode())
+    fixture_image(image, tmp_path / "image")
     try:
         action = CompositeAction(ROOT, env=job_env(workspace, temp, GITHUB_SHA=SHA), github={"token": TOKEN},
                                  inputs={"runner-image": RUNNER_IMAGE, "image": image, "journeys": "turn-to-end",
-                                         "agent-command": "python3 /opt/acp-journeys/reference_agent.py "
-                                                          "--defect hang-turn"})
+                                         "agent-command": "python3 /agent/hang-turn.py"})
         before = action.run(only=["prepare", "build", "runner"])
         assert not before.failed, before.log
         with tempfile.TemporaryDirectory(dir=temp) as tmp:

@@ -128,7 +128,7 @@ def test_a_signal_mid_run_writes_a_partial_result_and_leaves_nothing(tmp_path, s
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         kids = psutil.Process(proc.pid).children(recursive=True)
-        if sum("reference_agent" in " ".join(k.cmdline()) for k in kids if _alive(k)) >= 7:
+        if sum("hang-turn.py" in " ".join(k.cmdline()) for k in kids if _alive(k)) >= 7:
             break
         time.sleep(0.2)
     agents = [k for k in psutil.Process(proc.pid).children(recursive=True) if _alive(k)]

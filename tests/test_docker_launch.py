@@ -30,6 +30,7 @@ from acp_journeys.launch import agent_side  # noqa: E402
 from acp_journeys.launch.docker import labels  # noqa: E402
 from acp_journeys.launch.docker.launcher import DockerLauncher, DockerSandbox  # noqa: E402
 from acp_journeys.launch.seam import LaunchError  # noqa: E402
+from conftest import fixture_agent_dir  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EMPTY_IMAGE = "acp-journeys/test-empty:latest"
@@ -526,12 +527,13 @@ BUNDLED = ROOT / "src" / "acp_journeys" / "demo"
 
 def cli(image: str, tmp_path: Path, *args: str, defects: tuple[str, ...] = (),
         timeout: float = 300) -> tuple[int, str, dict[str, list[str]]]:
-    """`acp-journeys run --image` against the bundled reference agent, mounted at /agent."""
+    """`acp-journeys run --image` against the reference agent (with defects: their fixture agent),
+    mounted at /agent."""
     out = tmp_path / "result.json"
     proc = subprocess.run(
         [sys.executable, "-m", "acp_journeys", "run", "-q", "-o", str(out), "--image", image,
-         "--agent-dir", str(BUNDLED), *args, "--", "python3", "/agent/reference_agent.py",
-         *(f"--defect={d}" for d in defects)],
+         "--agent-dir", str(fixture_agent_dir(tmp_path / "agents")), *args, "--", "python3",
+         f"/agent/{'+'.join(defects) or 'reference_agent'}.py"],
         capture_output=True, text=True, timeout=timeout, cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     import json
@@ -561,7 +563,7 @@ def test_cli_fixtures_get_their_exact_verdicts_in_containers(image: str, tmp_pat
 def test_cli_sigterm_mid_run_leaves_no_container_or_volume(image: str, engine: Any, tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "acp_journeys", "run", "-q", "-o", str(tmp_path / "result.json"), "--image", image,
-         "--agent-dir", str(BUNDLED), "--", "python3", "/agent/reference_agent.py", "--defect=ignore-stdin-eof"],
+         "--agent-dir", str(fixture_agent_dir(tmp_path / "agents")), "--", "python3", "/agent/ignore-stdin-eof.py"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
 

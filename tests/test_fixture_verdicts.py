@@ -12,87 +12,21 @@ import sys
 
 import pytest
 
-from conftest import reference_agent, run_journeys
+from conftest import fixture_verdicts, reference_agent, run_journeys
 from masking_property import check_masking_keeps_the_verdict
 
 ALL = ("turn-to-end", "follow-up-same-session", "follow-up-after-restart", "image-and-file",
        "stop-running-turn", "plan-turn-saved-plan", "plan-regular-plan")
-PLAN = ("plan-turn-saved-plan", "plan-regular-plan")
 
 
 def every(*ids: str, journeys=ALL) -> dict[str, list[str]]:
     return {j: sorted(ids) for j in journeys}
 
 
-# defect flags of the reference agent ("a+b": both) -> {journey: failure ids}; every other journey
-# must pass.
-EXPECTED: dict[str, dict[str, list[str]]] = {
-    "protocol-version-string": every("initialize-protocol-version"),
-    "protocol-version-float": every("initialize-protocol-version"),
-    "protocol-version-2": every("initialize-protocol-version"),
-    "ignore-stdin-eof": every("no-exit-after-stdin-close"),
-    "leave-daemon": every("process-left"),
-    "no-chunks": every("reply-not-in-chunks", journeys=("turn-to-end", "follow-up-same-session",
-                                                        "follow-up-after-restart", "image-and-file",
-                                                        "plan-turn-saved-plan")),
-    "wrong-reply": {"turn-to-end": ["reply-missing-marker"]},
-    "no-load-session": {"follow-up-after-restart": ["no-load-session"]},
-    "load-error": {"follow-up-after-restart": ["session-load-error"]},
-    "forget-on-restart": {"follow-up-after-restart": ["reply-missing-word"]},
-    "no-image-capability": {"image-and-file": ["no-image-capability"]},
-    "colour-blind": {"image-and-file": ["reply-missing-red"]},
-    "slow-cancel": {"stop-running-turn": ["cancel-too-slow"]},
-    "ignore-cancel": {"stop-running-turn": ["cancel-too-slow"]},
-    "cancel-end-turn": {"stop-running-turn": ["stop-reason"]},
-    "no-tool-call": {"stop-running-turn": ["no-tool-call-before-cancel"]},
-    "leave-sleep": {"stop-running-turn": ["process-left", "sleep-left"]},
-    "no-modes": every("no-plan-mode", journeys=PLAN),
-    "config-option-mode": {},
-    "set-mode-error": every("set-mode-error", journeys=PLAN),
-    "ignore-mcp": every("create-plan-not-called", journeys=PLAN),
-    "wrong-plan-title": every("create-plan-not-called", journeys=PLAN),
-    "skip-get-plan": {"plan-turn-saved-plan": ["get-plan-not-called"]},
-    "no-plan-id-reply": {"plan-turn-saved-plan": ["reply-missing-plan-id"]},
-    "plan-writes-file": {"plan-turn-saved-plan": ["plan-changed-workspace"]},
-    "no-touch": {"plan-regular-plan": ["regular-file-missing"]},
-    "crash-mid-turn": every("agent-exited"),
-    "no-initialize-answer": every("initialize-protocol-version"),
-    "garbage-stdout": {},
-    "stderr-flood": {},
-    "huge-chunk": {},
-    "hostile-text": {},  # markup in the reply and on stderr: a fixture for the reports' escaping
-    "oversized-line": {},
-    # It never answers a prompt, but answers session/cancel at once (with cancelled).
-    "asks-client-fs": {},
-    # The reply comes only after the answer to session/prompt: a late update never counts.
-    "reply-after-answer": {"turn-to-end": ["reply-missing-marker"],
-                           "follow-up-same-session": ["reply-missing-word"],
-                           "follow-up-after-restart": ["reply-missing-word"],
-                           "image-and-file": ["reply-missing-red", "reply-missing-word"],
-                           "plan-turn-saved-plan": ["reply-missing-plan-id"]},
-    "hang-turn": {**every("timeout"), "stop-running-turn": ["no-tool-call-before-cancel", "sleep-never-started"]},
-    # Its processes share a daemon in $TMPDIR: 7 journeys at once, each with a TMPDIR of its own,
-    # each with a daemon of its own, left after the agent ended (issue: journeys shared TMPDIR).
-    "shared-daemon": every("process-left"),
-    # #step-7: the cancel goes out once the sleep runs, so a cancel that never kills is seen, whatever
-    # came before the command (a permission request, none, a `pwd` tool call).
-    "cancel-flag-only": {"stop-running-turn": ["cancel-too-slow"]},
-    "cancel-flag-only+no-permission": {"stop-running-turn": ["cancel-too-slow"]},
-    "cancel-flag-only+pwd-first": {"stop-running-turn": ["cancel-too-slow"]},
-    "refuse-command": {"stop-running-turn": ["sleep-never-started"]},
-    # In progress with no process to see: cancelled on the report after a few seconds (a warning).
-    "sleep-in-process": {},
-    # A stop reason other than end_turn fails only where the doc names end_turn (#step-3, #step-4).
-    "other-stop-reason": {"turn-to-end": ["stop-reason"], "follow-up-same-session": ["stop-reason"]},
-    "mcp-tool-names": {},
-    "descriptive-titles": {},
-    "create-plan-twice": {},
-    "marker-after-4mb": {},
-    "plan-late-write": {"plan-turn-saved-plan": ["plan-changed-workspace"]},
-    # The exit is the process's own, not its pipes': a helper holding stderr is left, never "late".
-    "helper-holds-stderr": every("process-left"),
-    "helper-lingers": every("process-left"),
-}
+# defect -> {journey: failure ids}; every other journey must pass. Each fixture agent declares its
+# own (tests/fixtures/agents/<defect>.py, "a+b" for both); the containers-only ones declare None.
+EXPECTED: dict[str, dict[str, list[str]]] = fixture_verdicts()
+STRICT_EXPECTED: dict[str, dict[str, list[str]]] = fixture_verdicts("STRICT_VERDICT")
 
 
 def verify(path, *args: str) -> subprocess.CompletedProcess:
@@ -124,10 +58,10 @@ def test_fixture_gets_its_exact_verdict(defect, tmp_path):
     check_masking_keeps_the_verdict(outcome.path, tmp_path)
 
 
-@pytest.mark.parametrize("defect,journeys", [("garbage-stdout", ALL), ("oversized-line", ALL)])
-def test_strict_turns_stdout_noise_into_failures(defect, journeys, tmp_path):
+@pytest.mark.parametrize("defect", sorted(STRICT_EXPECTED))
+def test_strict_turns_warnings_into_failures(defect, tmp_path):
     outcome = run_journeys(reference_agent(defect), tmp_path, "--strict")
-    assert outcome.failures() == {j: ["stdout-not-protocol"] for j in journeys}
+    assert outcome.failures() == STRICT_EXPECTED[defect], outcome.stdout
     assert outcome.code == 1
 
 

@@ -1,4 +1,9 @@
-"""The same fixture table in docker mode: every fixture's verdict matches local mode exactly."""
+"""The same fixture table in docker mode: every fixture's verdict matches local mode exactly.
+
+The fixture agents run as `python3 /agent/<defect>.py` in the runner image, from a folder that
+holds them and a copy of the tree's reference agent (conftest.fixture_agent_dir), mounted with
+--agent-dir: they import that copy, not the image's installed one, which may be older.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAST_SCALE, ROOT
+from conftest import FAST_SCALE, fixture_agent_dir
 from test_fixture_verdicts import EXPECTED
 
 docker = pytest.importorskip("docker")
-BUNDLED = ROOT / "src" / "acp_journeys" / "demo"
 IMAGE = os.environ.get("ACP_JOURNEYS_TEST_IMAGE", "acp-journeys/runner:dev")
 
 
@@ -28,13 +32,19 @@ def image() -> str:
     return IMAGE
 
 
+@pytest.fixture(scope="module")
+def agent_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return fixture_agent_dir(tmp_path_factory.mktemp("agents"))
+
+
 @pytest.mark.parametrize("defect", [None, *sorted(EXPECTED)])
-def test_fixture_verdict_is_the_same_in_containers(image: str, tmp_path: Path, defect: str | None) -> None:
+def test_fixture_verdict_is_the_same_in_containers(image: str, agent_dir: Path, tmp_path: Path,
+                                                   defect: str | None) -> None:
     out = tmp_path / "result.json"
     proc = subprocess.run(
         [sys.executable, "-m", "acp_journeys", "run", "-q", "--timeout-scale", FAST_SCALE, "-o", str(out),
-         "--image", image, "--agent-dir", str(BUNDLED), "--", "python3", "/agent/reference_agent.py",
-         *[f"--defect={d}" for d in (defect.split("+") if defect else [])]],
+         "--image", image, "--agent-dir", str(agent_dir), "--", "python3",
+         f"/agent/{defect or 'reference_agent'}.py"],
         capture_output=True, text=True, timeout=600, cwd=tmp_path)
     result = json.loads(out.read_text())
     failures = {j["id"]: sorted(f["id"] for f in j["failures"]) for j in result["journeys"] if j["verdict"] != "pass"}
@@ -47,14 +57,14 @@ def _run(image: str, tmp_path: Path, *args: str) -> tuple[subprocess.CompletedPr
     out = tmp_path / "result.json"
     proc = subprocess.run(
         [sys.executable, "-m", "acp_journeys", "run", "-q", "--timeout-scale", FAST_SCALE, "-o", str(out),
-         "--image", image, "--agent-dir", str(BUNDLED), *args],
+         "--image", image, "--agent-dir", str(fixture_agent_dir(tmp_path / "agents")), *args],
         capture_output=True, text=True, timeout=600, cwd=tmp_path)
     return proc, json.loads(out.read_text())
 
 
 def test_a_memory_hog_fails_its_journey_and_nothing_else(image: str, tmp_path: Path) -> None:
     proc, result = _run(image, tmp_path, "--journey", "turn-to-end", "--",
-                        "python3", "/agent/reference_agent.py", "--defect=memory-hog")
+                        "python3", "/agent/memory-hog.py")
     [journey] = result["journeys"]
     assert [f["id"] for f in journey["failures"]] == ["agent-exited"], proc.stdout
     assert journey["evidence"]["processes"][0]["exit_code"] == 137  # killed at the memory limit
@@ -68,7 +78,7 @@ def test_a_fork_bomb_fails_its_journey_and_is_gone_after_it(image: str, tmp_path
 
     began = int(time.time()) - 1
     proc, result = _run(image, tmp_path, "--journey", "turn-to-end", "--",
-                        "python3", "/agent/reference_agent.py", "--defect=fork-bomb")
+                        "python3", "/agent/fork-bomb.py")
     [journey] = result["journeys"]
     assert journey["verdict"] == "fail" and "process-left" in [f["id"] for f in journey["failures"]], proc.stdout
     assert proc.returncode == 1

@@ -131,7 +131,7 @@ def test_a_stopped_run_removes_every_journey_folder(tmp_path: Path) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         kids = psutil.Process(proc.pid).children(recursive=True)
-        if sum("reference_agent" in " ".join(k.cmdline()) for k in kids) >= 7:
+        if sum("hang-turn.py" in " ".join(k.cmdline()) for k in kids) >= 7:
             break
         time.sleep(0.2)
     time.sleep(0.5)

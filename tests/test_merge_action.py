@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 from action_harness import CompositeAction, job_env
-from conftest import FAST_SCALE, REFERENCE_AGENT
+from conftest import FAST_SCALE, reference_agent
 from fake_github import FakeGitHub, serve
-from test_action import (RUNNER_IMAGE, SHA, TOKEN, _as_workflow, engine_images, load_yaml,  # noqa: F401
-                         offline_env, tool)
+from test_action import (RUNNER_IMAGE, SHA, TOKEN, _as_workflow, _cleanup_image, engine_images,  # noqa: F401
+                         fixture_image, load_yaml, offline_env, tool)
 
 from acp_journeys.rules import catalog
 
@@ -137,7 +137,7 @@ def _matrix_artifacts(tmp_path: Path, defect: str | None, groups: list[list[str]
     for n, group in enumerate(groups):
         job = tmp_path / f"job{n}"
         job.mkdir()
-        argv = [sys.executable, str(REFERENCE_AGENT), *(["--defect", defect] if defect else [])]
+        argv = reference_agent(defect) if defect else reference_agent()
         proc = subprocess.run([sys.executable, "-m", "acp_journeys", "run", "-q", "--timeout-scale", FAST_SCALE,
                                "--subject-sha", SHA, "-o", str(job / "result.json"),
                                *(a for j in group for a in ("--journey", j)), "--", *argv],
@@ -244,6 +244,15 @@ def test_end_to_end_matrix_jobs_of_the_action_then_the_merge(engine_images: None
                                                              github_api: FakeGitHub) -> None:
     """The whole matrix: two jobs of the action itself (docker mode, `post-check: false`), each
     journeys subset, then the merge action on what their upload steps would upload."""
+    # The runner image with the fixture agents, so that one job fails stop-running-turn.
+    image = fixture_image(f"acp-journeys-merge-test:{os.getpid()}", tmp_path / "image")
+    try:
+        _matrix_then_merge(tmp_path, github_api, image)
+    finally:
+        _cleanup_image(image)
+
+
+def _matrix_then_merge(tmp_path: Path, github_api: FakeGitHub, image: str) -> None:
     artifacts: dict[str, Path] = {}
     for n, group in enumerate(GROUPS):
         workspace, temp = tmp_path / f"job{n}" / "workspace", tmp_path / f"job{n}" / "temp"
@@ -253,9 +262,8 @@ def test_end_to_end_matrix_jobs_of_the_action_then_the_merge(engine_images: None
                                                 GITHUB_EVENT_NAME="push", GITHUB_API_URL=github_api.url,
                                                 GITHUB_TOKEN=TOKEN, NO_PROXY="127.0.0.1", no_proxy="127.0.0.1"),
                               github={"token": TOKEN, "sha": SHA, "action_ref": "", "action_repository": ""},
-                              inputs={"runner-image": RUNNER_IMAGE, "image": RUNNER_IMAGE,
-                                      "agent-command": "python3 /opt/acp-journeys/reference_agent.py "
-                                                       "--defect cancel-end-turn",
+                              inputs={"runner-image": RUNNER_IMAGE, "image": image,
+                                      "agent-command": "python3 /agent/cancel-end-turn.py",
                                       "journeys": " ".join(group), "post-check": "false", "fail-on-failure": "false",
                                       "artifact-name": f"acp-journeys-result.{n}"})
         run = job.run()
@@ -274,6 +282,6 @@ def test_end_to_end_matrix_jobs_of_the_action_then_the_merge(engine_images: None
     assert payload["name"] == "ACP journeys" and payload["conclusion"] == "failure"
     assert payload["output"]["title"].startswith("ACP journeys: fail — 6 of 7")
     merged = json.loads(Path(run.outputs["result-path"]).read_text())
-    assert merged["subject"] == {"sha": SHA, "image": RUNNER_IMAGE}
+    assert merged["subject"] == {"sha": SHA, "image": image}
     assert {j["id"]: [f["id"] for f in j["failures"]] for j in merged["journeys"] if j["verdict"] != "pass"} == \
         {"stop-running-turn": ["stop-reason"]}

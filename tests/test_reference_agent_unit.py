@@ -68,13 +68,12 @@ def marked_pids(marker: str) -> set[int]:
 class AgentProcess:
     """The client side of one agent process."""
 
-    def __init__(self, state_dir: Path, *defects: str):
+    def __init__(self, state_dir: Path):
         self.marker = uuid.uuid4().hex
         env = {**os.environ, "ACP_REFERENCE_AGENT_STATE": str(state_dir),
                "REFAGENT_TEST_MARKER": self.marker}
-        args = [a for d in defects for a in ("--defect", d)]
         self.stderr = open(state_dir / f"stderr-{self.marker}.log", "wb")
-        self.proc = subprocess.Popen([sys.executable, str(AGENT), *args], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, str(AGENT)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.stderr, env=env)
         self.lines: queue.Queue = queue.Queue()
         self.methods: dict[int, str] = {}
@@ -170,8 +169,8 @@ class AgentProcess:
 def agents(tmp_path):
     started = []
 
-    def start(*defects: str) -> AgentProcess:
-        agent = AgentProcess(tmp_path, *defects)
+    def start() -> AgentProcess:
+        agent = AgentProcess(tmp_path)
         started.append(agent)
         return agent
 

@@ -10,12 +10,11 @@ hostile reply shown as text (also in the DOM that `--dump-dom` prints).
 from __future__ import annotations
 
 import json
-import runpy
 from pathlib import Path
 
 import pytest
 from browser import Chromium, dump_dom, find_chromium
-from conftest import REFERENCE_AGENT, reference_agent, run_journeys
+from conftest import fixture_constant, reference_agent, run_journeys
 
 from acp_journeys.output.html.htmlsafe import clean
 from acp_journeys.rules.catalog import JOURNEY_IDS
@@ -23,7 +22,7 @@ from acp_journeys.rules.catalog import JOURNEY_IDS
 pytestmark = pytest.mark.skipif(find_chromium() is None,
                                 reason="no Chromium (scripts/setup-chromium.sh installs Debian's chromium)")
 
-HOSTILE_TEXT = runpy.run_path(str(REFERENCE_AGENT))["HOSTILE_TEXT"]
+HOSTILE_TEXT = fixture_constant("hostile-text", "HOSTILE_TEXT")
 
 CASES = {
     # A hostile 4 MB reply (1 MB kept), and a stop that ends with end_turn: stop-running-turn fails.

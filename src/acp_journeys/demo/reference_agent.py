@@ -16,91 +16,25 @@ What it does, in short:
   (``create_plan`` then ``get_plan``);
 - the colour of a PNG image block, decoded with zlib and struct.
 
-Defects, for the fixture agents of the test suite (``--defect NAME``, repeatable; each breaks one
-thing and nothing else):
-  protocol-version-string  initialize answers protocolVersion "1"
-  protocol-version-float   initialize answers protocolVersion 1.0 (that token on the wire)
-  protocol-version-2       initialize answers protocolVersion 2
-  ignore-stdin-eof         keeps running after stdin closes (still exits on SIGTERM)
-  leave-daemon             session/new starts a detached `sleep 300` and never stops it
-  no-chunks                reply text goes only in agent_thought_chunk updates
-  wrong-reply              the REPLY turn answers "something else"
-  no-load-session          loadSession false; session/load is an unknown method
-  load-error               loadSession true, but session/load answers an error
-  forget-on-restart        session/load succeeds with an empty history
-  no-image-capability      promptCapabilities.image false
-  colour-blind             never names the colour of an image
-  slow-cancel              answers `cancelled` 40 s after session/cancel (kills the command at once)
-  ignore-cancel            session/cancel does nothing
-  cancel-end-turn          session/cancel kills the command, the turn ends with end_turn
-  no-tool-call             runs commands with no tool_call update and no permission request
-  memory-hog               the first session/prompt allocates memory until it is killed (containers only)
-  fork-bomb                the first session/prompt starts a detached fork bomb (containers only)
-  asks-client-fs           before each answer, asks the client for fs/read_text_file and terminal/create
-  reply-after-answer       answers the prompt first, then sends the reply as a late update
-  leave-sleep              session/cancel answers `cancelled` but the command runs on, also after exit
-  no-modes                 no `modes` in session/new and session/load
-  config-option-mode       no `modes`, a "mode" entry of `configOptions` instead (passes all journeys)
-  set-mode-error           session/set_mode answers an error
-  ignore-mcp               never starts the MCP servers; the Plan turn replies "PLAN-NONE"
-  wrong-plan-title         create_plan gets the title "My plan"
-  skip-get-plan            never calls get_plan
-  no-plan-id-reply         the Plan turn replies "Done." instead of the plan ID
-  plan-writes-file         a turn in Plan mode writes notes.md into the session cwd
-  no-touch                 the regular turn does not run its touch command and replies "Done."
-  crash-mid-turn           the first session/prompt makes the agent exit(3) with no answer
-  no-initialize-answer     initialize gets no answer
-  garbage-stdout           writes the line `this is not json` before every response
-  stderr-flood             writes 30 MB to stderr at startup
-  huge-chunk               the REPLY turn's one chunk is the token and 4 MB of filler
-  hostile-text             the REPLY turn's reply and the agent's stderr hold markup around the
-                           token (`<script>`, `</textarea>`, a `javascript:` link): it passes
-                           every journey; a fixture for the escaping of the reports
-  oversized-line           prints one 20 MB line of `x` before the initialize answer
-  hang-turn                never answers session/prompt (still exits on stdin EOF)
-  shared-daemon            keeps a daemon at $TMPDIR/acp-reference-agent-daemon.sock that all its
-                           processes share (started by the first, never stopped) and exits when
-                           the daemon does not answer before a request; a daemon like this is a
-                           leftover, and journeys that share a TMPDIR would share (and lose) it
-  cancel-flag-only         session/cancel only sets a flag: a running command runs on, and the
-                           turn answers `cancelled` when it ends (a command not yet started never starts)
-  no-permission            runs shell commands with tool calls but no permission request
-  pwd-first                the shell-command turn first runs `pwd` as a tool call of its own
-  refuse-command           the shell-command turn refuses the command (tool call `failed`, end_turn)
-  sleep-in-process         the shell-command turn reports the tool call in_progress but waits in
-                           the agent's own process (no command process); a cancel ends the wait
-  other-stop-reason        every answered turn ends with `max_tokens` instead of `end_turn`
-  mcp-tool-names           a permission request before each MCP tool call, named as
-                           `mcp__SERVER__TOOL` in ToolCall.name (a title that does not name it), and a
-                           `search` tool call before the Plan turn's command (passes all journeys)
-  descriptive-titles       shell tool calls titled `bash -lc '<command>' (Run shell command)`, with no
-                           rawInput (passes all journeys)
-  create-plan-twice        calls create_plan twice (same arguments), then get_plan with the first ID
-                           and replies with it (passes all journeys)
-  marker-after-4mb         the REPLY turn's one chunk is 4 MB of filler and then the token (passes)
-  plan-late-write          a turn in Plan mode writes notes.md into the session cwd 0.2 s after its answer
-  helper-holds-stderr      session/new starts a helper (a whitelisted environment, the agent's stderr)
-                           that runs 60 s and is never stopped
-  helper-lingers           the same helper, ending 6 s after the agent's exit
+Rules of this module: it is the conforming agent only, and knows no defect. The broken agents of
+the test suite are subclasses of `Agent` (one file each, beside their verdict), so every step that
+one of them changes is a method of its own here (the "hooks" below), and `main` takes the class to
+run. A change here must keep all 7 journeys passing (`acp-journeys run --demo`).
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
-import fcntl
 import itertools
 import json
 import os
 import queue
 import re
-import shlex
 import signal
-import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -109,24 +43,7 @@ import zlib
 from pathlib import Path
 
 AGENT_NAME = "acp-journeys-reference-agent"
-# Markup that a report must show as text (the hostile-text defect).
-HOSTILE_TEXT = ('<script>document.title="pwned"</script></textarea></pre></code>-->]]>'
-                '<a href="javascript:alert(1)">click me</a><img src=x onerror="document.title=1">'
-                "[md](javascript:alert(2)) &amp; \u202e")
 MCP_PROTOCOL_VERSION = "2025-06-18"
-
-DEFECTS = frozenset(
-    """protocol-version-string protocol-version-float protocol-version-2 ignore-stdin-eof
-    leave-daemon no-chunks wrong-reply no-load-session load-error forget-on-restart
-    no-image-capability colour-blind slow-cancel ignore-cancel cancel-end-turn no-tool-call
-    leave-sleep no-modes config-option-mode set-mode-error ignore-mcp wrong-plan-title
-    skip-get-plan no-plan-id-reply plan-writes-file no-touch crash-mid-turn no-initialize-answer hostile-text
-    garbage-stdout stderr-flood huge-chunk oversized-line hang-turn asks-client-fs
-    reply-after-answer memory-hog fork-bomb shared-daemon cancel-flag-only no-permission pwd-first
-    refuse-command sleep-in-process other-stop-reason mcp-tool-names descriptive-titles
-    create-plan-twice marker-after-4mb plan-late-write helper-holds-stderr helper-lingers""".split()
-)
-
 # JSON-RPC error codes (the ErrorCode values of the ACP schema).
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
@@ -169,12 +86,11 @@ def log(message: str) -> None:
 class RpcPeer:
     """Writes messages one a line under a lock, and pairs our own requests with their answers."""
 
-    def __init__(self, stream, garbage_before_responses: bool = False):
+    def __init__(self, stream):
         self._stream = stream
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._waiting: dict[int, queue.Queue] = {}
-        self._garbage = garbage_before_responses
         self._closed = False  # the other side has gone: no answer will come
 
     def write_line(self, line: str) -> None:
@@ -193,8 +109,7 @@ class RpcPeer:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     def respond_line(self, line: str) -> None:
-        if self._garbage:
-            self.write_line("this is not json")
+        """Every answer goes out here (a hook: a subclass may write something before it)."""
         self.write_line(line)
 
     def respond(self, request_id, result: dict) -> None:
@@ -605,31 +520,34 @@ class ProcessGroups:
 
 
 class Agent:
-    def __init__(self, defects: set[str]):
-        self.defects = defects
-        self.wire = RpcPeer(sys.stdout.buffer, garbage_before_responses=self.broken("garbage-stdout"))
+    """The conforming agent. Each step that a fixture agent breaks is a method of its own."""
+
+    def __init__(self):
+        self.wire = self.make_wire()
         self.sessions: dict[str, Session] = {}
         self.tool_call_ids = itertools.count(1)
         self.groups = ProcessGroups()
         self.prompts_seen = 0
         self.latency = 0.0
-        self.late_writes: list[threading.Timer] = []
         self._stopping = threading.Lock()
         self.handlers = {
             "initialize": self.initialize,
             "session/new": self.new_session,
             "session/load": self.load_session,
             "session/set_mode": self.set_mode,
-            "session/set_config_option": self.set_config_option,
             "session/prompt": self.prompt,
         }
 
-    def broken(self, defect: str) -> bool:
-        return defect in self.defects
+    def make_wire(self) -> RpcPeer:
+        return RpcPeer(sys.stdout.buffer)
 
     # ---- the read loop -----------------------------------------------------------------------
 
+    def before_serving(self) -> None:
+        """Called once before the first line is read."""
+
     def run(self) -> None:
+        self.before_serving()
         stdin = sys.stdin.buffer
         while True:
             line = stdin.readline()
@@ -638,10 +556,10 @@ class Agent:
             if line.strip():
                 self.dispatch(line)
         log("stdin closed")
-        if self.broken("ignore-stdin-eof"):
-            while True:  # until SIGTERM
-                time.sleep(60)
-        self.shutdown(0)
+        self.stdin_closed()
+
+    def stdin_closed(self) -> None:
+        self.shutdown(0)  # the client has gone: nothing of ours may outlive it
 
     def dispatch(self, line: bytes) -> None:
         try:
@@ -660,83 +578,59 @@ class Agent:
         elif request_id is None:
             pass  # an unknown notification: ignore it
         elif method in self.handlers:
-            if self.broken("shared-daemon") and not ping_daemon(daemon_socket_path()):
-                log("the daemon does not answer: exit")
-                self.shutdown(1)
-            try:
-                self.handlers[method](request_id, message.get("params") or {})
-            except Exception as exc:  # a bug of ours must not kill the connection
-                log(traceback.format_exc())
-                self.wire.error(request_id, INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
+            self.handle(method, request_id, message.get("params") or {})
         else:
             self.wire.error(request_id, METHOD_NOT_FOUND, f"Method not found: {method}")
 
+    def handle(self, method: str, request_id, params: dict) -> None:
+        try:
+            self.handlers[method](request_id, params)
+        except Exception as exc:  # a bug of ours must not kill the connection
+            log(traceback.format_exc())
+            self.wire.error(request_id, INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
+
     # ---- setup -------------------------------------------------------------------------------
 
+    def protocol_version(self) -> object:
+        return 1
+
+    def agent_capabilities(self) -> dict:
+        return {"loadSession": True, "promptCapabilities": {"image": True, "embeddedContext": True},
+                "mcpCapabilities": {}}
+
     def initialize(self, request_id, params: dict) -> None:
-        if self.broken("no-initialize-answer"):
-            return
-        if self.broken("oversized-line"):
-            self.wire.write_line("x" * (20 * 1024 * 1024))
-        version: object = 1
-        if self.broken("protocol-version-string"):
-            version = "1"
-        elif self.broken("protocol-version-2"):
-            version = 2
-        elif self.broken("protocol-version-float"):
-            version = "@FLOAT@"  # json.dumps would write 1.0 only for a float we replace below
-        result = {
-            "protocolVersion": version,
-            "agentCapabilities": {
-                "loadSession": not self.broken("no-load-session"),
-                "promptCapabilities": {"image": not self.broken("no-image-capability"),
-                                       "embeddedContext": True},
-                "mcpCapabilities": {},
-            },
+        self.wire.respond(request_id, {
+            "protocolVersion": self.protocol_version(),
+            "agentCapabilities": self.agent_capabilities(),
             "agentInfo": {"name": AGENT_NAME, "version": "1"},
             "authMethods": [],
-        }
-        line = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
-        self.wire.respond_line(line.replace('"@FLOAT@"', "1.0", 1))
+        })
 
     def mode_state(self, session: Session) -> dict:
-        if self.broken("no-modes"):
-            return {}
-        if self.broken("config-option-mode"):
-            return {"configOptions": self.config_options(session)}
+        """The modes part of the session/new and session/load answers."""
         return {"modes": {"currentModeId": session.mode, "availableModes": MODES}}
-
-    @staticmethod
-    def config_options(session: Session) -> list[dict]:
-        options = [{"value": m["id"], "name": m["name"]} for m in MODES]
-        return [{"id": "mode", "name": "Mode", "category": "mode", "type": "select",
-                 "currentValue": session.mode, "options": options}]
 
     def new_session(self, request_id, params: dict) -> None:
         session = Session(uuid.uuid4().hex, params.get("cwd") or os.getcwd())
         self.sessions[session.id] = session
-        if self.broken("leave-daemon"):
-            start_daemon()
-        if self.broken("helper-holds-stderr") or self.broken("helper-lingers"):
-            start_helper(linger=self.broken("helper-lingers"))
+        self.session_started(session)
         self.start_mcp_servers(session, params.get("mcpServers") or [])
         session.save()
         self.wire.respond(request_id, {"sessionId": session.id, **self.mode_state(session)})
 
+    def session_started(self, session: Session) -> None:
+        """Called when session/new has made a session, before its MCP servers start."""
+
+    def history_to_load(self, session_id: str) -> list[dict] | None:
+        """The stored conversation that session/load replays; None for an unknown session."""
+        return stored_history(session_id)
+
     def load_session(self, request_id, params: dict) -> None:
-        if self.broken("no-load-session"):
-            self.wire.error(request_id, METHOD_NOT_FOUND, "Method not found: session/load")
-            return
-        if self.broken("load-error"):
-            self.wire.error(request_id, INTERNAL_ERROR, "cannot load sessions")
-            return
         session_id = params.get("sessionId") or ""
-        history = stored_history(session_id)
+        history = self.history_to_load(session_id)
         if history is None:
             self.wire.error(request_id, RESOURCE_NOT_FOUND, f"Unknown session: {session_id}")
             return
-        if self.broken("forget-on-restart"):
-            history = []
         old = self.sessions.pop(session_id, None)
         if old is not None:
             close_mcp_servers(list(old.mcp.values()))
@@ -751,8 +645,6 @@ class Agent:
         self.wire.respond(request_id, self.mode_state(session))
 
     def start_mcp_servers(self, session: Session, specs: list[dict]) -> None:
-        if self.broken("ignore-mcp"):
-            return
         for spec in specs:
             if spec.get("type", "stdio") != "stdio":
                 log(f"MCP {spec.get('name')}: only stdio servers are supported")
@@ -775,9 +667,6 @@ class Agent:
         return session
 
     def set_mode(self, request_id, params: dict) -> None:
-        if self.broken("set-mode-error"):
-            self.wire.error(request_id, INTERNAL_ERROR, "cannot change the mode")
-            return
         session = self.session_of(request_id, params)
         if session is None:
             return
@@ -789,19 +678,6 @@ class Agent:
         self.wire.notify("session/update", {"sessionId": session.id, "update": update})
         self.wire.respond(request_id, {})
 
-    def set_config_option(self, request_id, params: dict) -> None:
-        if not self.broken("config-option-mode"):
-            self.wire.error(request_id, METHOD_NOT_FOUND, "Method not found: session/set_config_option")
-            return
-        session = self.session_of(request_id, params)
-        if session is None:
-            return
-        if params.get("configId") != "mode" or params.get("value") not in {m["id"] for m in MODES}:
-            self.wire.error(request_id, INVALID_PARAMS, "Unknown config option or value")
-            return
-        session.mode = params["value"]
-        self.wire.respond(request_id, {"configOptions": self.config_options(session)})
-
     # ---- turns -------------------------------------------------------------------------------
 
     def prompt(self, request_id, params: dict) -> None:
@@ -812,18 +688,7 @@ class Agent:
             self.wire.error(request_id, INTERNAL_ERROR, "A turn is already running in this session")
             return
         self.prompts_seen += 1
-        if self.broken("crash-mid-turn") and self.prompts_seen == 1:
-            log("crash-mid-turn: exiting with 3")
-            self.shutdown(3)
-        if self.broken("memory-hog") and self.prompts_seen == 1:
-            hog = []  # grows until the memory limit ends the process (run it in a container only)
-            while True:
-                hog.append(bytearray(64 << 20))
-        if self.broken("fork-bomb") and self.prompts_seen == 1:
-            # Detached, so only a pids limit holds it (run it in a container only).
-            bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
-            subprocess.Popen([sys.executable, "-c", bomb], start_new_session=True,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.prompt_received(self.prompts_seen)
         blocks = params.get("prompt") or []
         text = "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text")
         images = [b for b in blocks if b.get("type") == "image"]
@@ -831,49 +696,44 @@ class Agent:
         # The turn runs beside the read loop, which must go on reading cancels and answers.
         threading.Thread(target=self.run_turn, args=(turn, text, images), daemon=True).start()
 
+    def prompt_received(self, number: int) -> None:
+        """Called for each session/prompt of this process (1 for the first), before its turn."""
+
     def run_turn(self, turn: Turn, text: str, images: list[dict]) -> None:
         session = turn.session
         try:
-            if self.broken("hang-turn"):
-                return
-            if self.broken("plan-writes-file") and session.mode == "plan":
-                Path(session.cwd, "notes.md").write_text("# Notes\n")
+            self.turn_started(turn)
             session.history.append({"role": "user", "text": text})
             if self.latency and turn.cancelled.wait(self.latency):
                 return  # cancelled while "the model" thought; cancel() answers this turn
             reply = self.respond_to(turn, text, images)
-            if turn.cancelled.is_set() and not self.broken("cancel-end-turn"):
-                session.save()
-                if self.broken("cancel-flag-only"):
-                    turn.answer("cancelled")  # only now that its command has ended
-                return  # cancel() answers this turn
+            if turn.cancelled.is_set() and self.end_cancelled_turn(turn):
+                return
             session.history.append({"role": "agent", "text": reply})
             session.save()  # before the answer: the client may restart us right after it
-            if self.broken("asks-client-fs"):
-                # Uses client capabilities that were never advertised; goes on when refused.
-                self.wire.request("fs/read_text_file", {"sessionId": session.id, "path": "/etc/hostname"},
-                                  timeout=5)
-                self.wire.request("terminal/create", {"sessionId": session.id, "command": "true"}, timeout=5)
-            if self.broken("reply-after-answer"):
-                self.say(turn, "Working on it.")
-                turn.answer("end_turn")
-                self.wire.notify("session/update", {"sessionId": session.id, "update": {
-                    "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": reply}}})
-                return
-            self.say(turn, reply)
-            turn.answer("max_tokens" if self.broken("other-stop-reason") else "end_turn")
-            if self.broken("plan-late-write") and session.mode == "plan":
-                # Still in Plan mode; the exit waits for it, so the write always happens.
-                writer = threading.Timer(0.2, Path(session.cwd, "notes.md").write_text, ("# Notes\n",))
-                self.late_writes.append(writer)
-                writer.start()
+            self.send_reply(turn, reply)
         except Exception as exc:
             log(traceback.format_exc())
             turn.fail(f"{type(exc).__name__}: {exc}")
 
+    def turn_started(self, turn: Turn) -> None:
+        """Called as a turn begins, before its prompt is read."""
+
+    def end_cancelled_turn(self, turn: Turn) -> bool:
+        """A cancelled turn whose work has stopped. True: it ends here (cancel() has answered it);
+        False: it goes on to answer as if it had not been cancelled."""
+        turn.session.save()
+        return True
+
+    def send_reply(self, turn: Turn, reply: str) -> None:
+        self.say(turn, reply)
+        turn.answer(self.stop_reason())
+
+    def stop_reason(self) -> str:
+        return "end_turn"
+
     def say(self, turn: Turn, text: str) -> None:
-        kind = "agent_thought_chunk" if self.broken("no-chunks") else "agent_message_chunk"
-        turn.update({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+        turn.update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
 
     def respond_to(self, turn: Turn, text: str, images: list[dict]) -> str:
         for name, pattern in INTENTS:
@@ -893,82 +753,57 @@ class Agent:
         return "I do not know the word."
 
     def do_reply(self, turn: Turn, match, images) -> str:
-        if self.broken("hostile-text"):
-            return self.hostile_reply(match.group("token"))
-        if self.broken("wrong-reply"):
-            return "something else"
-        if self.broken("huge-chunk") or self.broken("marker-after-4mb"):
-            filler = " lorem ipsum" * (4 * 1024 * 1024 // len(" lorem ipsum") + 1)
-            if self.broken("marker-after-4mb"):
-                return filler + " " + match.group("token")
-            return match.group("token") + filler
         return match.group("token")
-
-    def hostile_reply(self, token: str) -> str:
-        """The token between two copies of HOSTILE_TEXT (with huge-chunk: then 4 MB of filler)."""
-        log(f"about to reply: {HOSTILE_TEXT}")
-        reply = f"{HOSTILE_TEXT} {token} {HOSTILE_TEXT}"
-        if self.broken("huge-chunk"):
-            reply += " lorem ipsum" * (4 * 1024 * 1024 // len(" lorem ipsum") + 1)
-        return reply
 
     def do_read_and_look(self, turn: Turn, match, images) -> str:
         word = self.read_file(turn, match.group("path"))
         parts = [word if word is not None else "I could not read the file."]
-        colour = image_colour(images[0]) if images else None
-        if colour and not self.broken("colour-blind"):
+        colour = self.colour_of(images[0]) if images else None
+        if colour:
             parts.append(colour)
         return " ".join(parts)
 
+    def colour_of(self, image: dict) -> str | None:
+        return image_colour(image)
+
     def do_plan(self, turn: Turn, match, images) -> str:
-        if self.broken("mcp-tool-names"):
-            call = self.new_tool_call(turn, "Find the input file", "search", {"pattern": "*.txt"}, "pending")
-            if not self.allowed(turn, call):
-                self.finish_tool_call(turn, call, "failed", "Permission refused.")
-                return "I could not look for the file."
-            self.finish_tool_call(turn, call, "completed", match.group("command"))
         ok, output = self.run_shell(turn, match.group("command"))
         if not ok:
             return "I could not run the command."
-        if self.broken("ignore-mcp"):
-            return "PLAN-NONE"
+        return self.save_plan(turn, match, output)
+
+    def save_plan(self, turn: Turn, match, output: str) -> str:
+        """The Plan turn after its command: create_plan, get_plan, and the plan ID as the reply."""
         servers = turn.session.mcp
         server = servers.get(match.group("server")) or next(iter(servers.values()), None)
         if server is None:
             return f"The {match.group('server')} tool server is not available."
-        title = "My plan" if self.broken("wrong-plan-title") else match.group("title")
-        created = self.call_tool(turn, server, "create_plan", {"title": title, "description": output})
-        if self.broken("create-plan-twice"):  # a model that retries: the first plan stays the one
-            self.call_tool(turn, server, "create_plan", {"title": title, "description": output})
+        created = self.create_plan(turn, server, {"title": self.plan_title(match), "description": output})
         plan_id = find_plan_id(created) if created else None
         if plan_id is None:
             return "create_plan gave no plan ID."
-        if not self.broken("skip-get-plan"):
-            self.call_tool(turn, server, "get_plan", {server.id_parameter("get_plan"): plan_id})
-        return "Done." if self.broken("no-plan-id-reply") else str(plan_id)
+        self.read_plan_back(turn, server, plan_id)
+        return self.plan_reply(plan_id)
+
+    def plan_title(self, match) -> str:
+        return match.group("title")
+
+    def create_plan(self, turn: Turn, server: McpClient, arguments: dict) -> dict | None:
+        return self.call_tool(turn, server, "create_plan", arguments)
+
+    def read_plan_back(self, turn: Turn, server: McpClient, plan_id) -> None:
+        self.call_tool(turn, server, "get_plan", {server.id_parameter("get_plan"): plan_id})
+
+    def plan_reply(self, plan_id) -> str:
+        return str(plan_id)
 
     def do_touch(self, turn: Turn, match, images) -> str:
-        if self.broken("no-touch"):
-            return "Done."
         ok, output = self.run_shell(turn, match.group("command"))
         if not ok:
             return f"I could not create the file. {output}".strip()
         return f"Created the file {match.group('path')}."
 
     def do_shell(self, turn: Turn, match, images) -> str:
-        if self.broken("pwd-first"):
-            self.run_shell(turn, "pwd")
-        if self.broken("refuse-command"):
-            call = self.new_tool_call(turn, match.group("command"), "execute",
-                                      {"command": match.group("command")}, "pending")
-            self.finish_tool_call(turn, call, "failed", "I do not run commands that only wait.")
-            return "I did not run the command: it only waits."
-        if self.broken("sleep-in-process"):
-            call = self.new_tool_call(turn, match.group("command"), "execute",
-                                      {"command": match.group("command")}, "in_progress")
-            turn.cancelled.wait(130)  # "runs" it without any process; a cancel ends the wait
-            self.finish_tool_call(turn, call, "failed" if turn.cancelled.is_set() else "completed", "")
-            return "The command finished."
         ok, output = self.run_shell(turn, match.group("command"))
         if not ok:
             return f"The command did not run to its end. {output}".strip()
@@ -979,9 +814,6 @@ class Agent:
     def new_tool_call(self, turn: Turn, title: str, kind: str, raw_input: dict, status: str) -> dict:
         call = {"toolCallId": f"call-{next(self.tool_call_ids)}", "title": title, "kind": kind,
                 "status": status, "rawInput": raw_input}
-        if kind == "execute" and self.broken("descriptive-titles"):
-            call["title"] = f"bash -lc {shlex.quote(raw_input.get('command', title))} (Run shell command)"
-            del call["rawInput"]
         turn.update({"sessionUpdate": "tool_call", **call})
         return call
 
@@ -995,6 +827,10 @@ class Agent:
         answer = self.wire.request("session/request_permission", params, cancelled=turn.cancelled)
         outcome = ((answer or {}).get("result") or {}).get("outcome") or {}
         return outcome.get("outcome") == "selected" and outcome.get("optionId") == "allow"
+
+    def command_allowed(self, turn: Turn, call: dict) -> bool:
+        """The permission for a shell command's tool call."""
+        return self.allowed(turn, call)
 
     def read_file(self, turn: Turn, path: str) -> str | None:
         """A `read` tool call behind a permission; the word of the file, or None."""
@@ -1013,11 +849,8 @@ class Agent:
 
     def run_shell(self, turn: Turn, command: str) -> tuple[bool, str]:
         """An `execute` tool call behind a permission. Returns (ran to exit 0, output)."""
-        if self.broken("no-tool-call"):
-            code, output = self.execute(turn, command)
-            return code == 0, output
         call = self.new_tool_call(turn, command, "execute", {"command": command}, "pending")
-        if not self.broken("no-permission") and not self.allowed(turn, call):
+        if not self.command_allowed(turn, call):
             self.finish_tool_call(turn, call, "failed", "Permission refused.")
             return False, "Permission refused."
         turn.update({"sessionUpdate": "tool_call_update", "toolCallId": call["toolCallId"],
@@ -1027,23 +860,20 @@ class Agent:
         self.finish_tool_call(turn, call, status, output, rawOutput={"exitCode": code})
         return status == "completed", output
 
+    def start_command(self, turn: Turn, command: str) -> subprocess.Popen:
+        # Its own process group, so that a cancel stops the shell and all that it started.
+        return subprocess.Popen(
+            ["/bin/sh", "-c", command], cwd=turn.session.cwd, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+
     def execute(self, turn: Turn, command: str) -> tuple[int | None, str]:
-        leave = self.broken("leave-sleep") and command.split()[:1] == ["sleep"]
-        if turn.cancelled.is_set() and not leave:
+        if turn.cancelled.is_set():
             return None, "Cancelled."
         try:
-            # Its own process group, so that a cancel stops the shell and all that it started.
-            process = subprocess.Popen(
-                ["/bin/sh", "-c", command], cwd=turn.session.cwd, stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-            )
+            process = self.start_command(turn, command)
         except OSError as exc:
             return None, str(exc)
-        if leave:
-            # Never tracked, so neither the cancel nor the exit stops it: always left behind.
-            threading.Thread(target=process.communicate, daemon=True).start()
-            turn.cancelled.wait(130)  # the turn "waits for it" until the cancel, as asked
-            return None, "Cancelled."
         self.groups.add(process.pid, turn)
         if turn.cancelled.is_set():
             self.groups.kill([process.pid])  # the cancel came while the command started
@@ -1053,17 +883,15 @@ class Agent:
             self.groups.release(process.pid)
         return process.returncode, output.decode("utf-8", errors="replace")
 
+    def open_mcp_call(self, turn: Turn, server: McpClient, tool: str, arguments: dict) -> dict | None:
+        """The tool call that shows an MCP call to the client; None when it may not run."""
+        return self.new_tool_call(turn, tool, "other", arguments, "in_progress")
+
     def call_tool(self, turn: Turn, server: McpClient, tool: str, arguments: dict) -> dict | None:
         """An MCP tool call, shown to the client as a tool call of kind `other`."""
-        if self.broken("mcp-tool-names"):
-            title = "Save the plan" if tool == "create_plan" else "Read the plan back"
-            call = self.new_tool_call(turn, title, "other", arguments, "pending")
-            request = {**call, "name": f"mcp__{server.name}__{tool}"}
-            if not self.allowed(turn, request):
-                self.finish_tool_call(turn, call, "failed", "Permission refused.")
-                return None
-        else:
-            call = self.new_tool_call(turn, tool, "other", arguments, "in_progress")
+        call = self.open_mcp_call(turn, server, tool, arguments)
+        if call is None:
+            return None
         result = server.call(tool, arguments, turn.cancelled)
         ok = result is not None and not result.get("isError")
         texts = text_contents(result or {})
@@ -1077,30 +905,28 @@ class Agent:
     def cancel(self, params: dict) -> None:
         session = self.sessions.get(params.get("sessionId"))
         turn = session.turn if session else None
-        if turn is None or self.broken("ignore-cancel"):
-            return
+        if turn is not None:
+            self.cancel_turn(turn)
+
+    def cancel_turn(self, turn: Turn) -> None:
         turn.cancelled.set()  # also makes a pending permission request moot
-        if self.broken("cancel-flag-only"):
-            return  # no kill and no answer here: the turn answers once its command ends
-        if self.broken("leave-sleep"):
-            self.groups.forget(turn)
-        else:
-            self.groups.kill(self.groups.of(turn))
-        if self.broken("cancel-end-turn"):
-            return  # the turn goes on to end_turn once its command is dead
-        if self.broken("slow-cancel"):
-            timer = threading.Timer(40, turn.answer, ("cancelled",))
-            timer.daemon = True
-            timer.start()
-            return
+        self.stop_commands(turn)
+        self.answer_cancel(turn)
+
+    def stop_commands(self, turn: Turn) -> None:
+        self.groups.kill(self.groups.of(turn))
+
+    def answer_cancel(self, turn: Turn) -> None:
         turn.answer("cancelled")
+
+    def before_shutdown(self) -> None:
+        """Called once as the agent stops, before its commands and MCP servers are stopped."""
 
     def shutdown(self, code: int) -> None:
         """Stop every command and MCP server of ours, then exit."""
         if not self._stopping.acquire(blocking=False):
             return
-        for writer in self.late_writes:
-            writer.join(5)
+        self.before_shutdown()
         for session in list(self.sessions.values()):
             if session.turn is not None:
                 session.turn.cancelled.set()
@@ -1116,110 +942,14 @@ class Agent:
         os._exit(code)  # worker threads may still block on pipes; nothing of theirs matters now
 
 
-def start_daemon() -> None:
-    """For leave-daemon: a `sleep 300` that is no child of ours (the shell forks it and exits,
-    in a new session), with its stdio away from our pipes."""
-    subprocess.Popen(
-        ["/bin/sh", "-c", "sleep 300 </dev/null >/dev/null 2>&1 &"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    ).wait()
-
-
-def daemon_socket_path() -> str:
-    return os.path.join(tempfile.gettempdir(), "acp-reference-agent-daemon.sock")
-
-
-def ping_daemon(path: str, timeout: float = 5.0) -> bool:
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.settimeout(timeout)
-            conn.connect(path)
-            conn.sendall(b"ping\n")
-            return conn.recv(16).startswith(b"pong")
-    except OSError:
-        return False
-
-
-def ensure_daemon(path: str, bound_s: float = 10.0) -> None:
-    """For shared-daemon: the daemon that every process of this agent shares, started (detached,
-    as start_daemon's sleep) by the first process that finds none."""
-    with open(path + ".lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # two processes at once start one daemon
-        if ping_daemon(path):
-            return
-        try:
-            os.unlink(path)  # the socket of a daemon that is gone
-        except FileNotFoundError:
-            pass
-        subprocess.Popen(
-            ["/bin/sh", "-c", '"$0" "$@" </dev/null >/dev/null 2>&1 &', sys.executable,
-             os.path.abspath(__file__), "--daemon-socket", path],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        ).wait()
-        deadline = time.monotonic() + bound_s
-        while not ping_daemon(path, timeout=1.0):
-            if time.monotonic() > deadline:
-                raise SystemExit("the daemon did not start")
-            time.sleep(0.05)
-
-
-def serve_daemon(path: str, idle_s: float = 600.0) -> None:
-    """The shared daemon: answers `ping` with `pong` until nobody asks for idle_s seconds."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
-        server.bind(path)
-        server.listen(16)
-        server.settimeout(idle_s)
-        while True:
-            try:
-                conn, _ = server.accept()
-            except socket.timeout:
-                return
-            with conn:
-                conn.settimeout(5.0)
-                try:
-                    if conn.recv(16).startswith(b"ping"):
-                        conn.sendall(b"pong\n")
-                except OSError:
-                    pass
-
-
-def start_helper(linger: bool) -> None:
-    """For helper-holds-stderr / helper-lingers: a helper as MCP SDKs start stdio servers, with a
-    whitelisted environment and our stderr, that we never stop. Lingering, it ends 6 s after we do."""
-    code = ("import os, time\nparent = os.getppid()\nwhile os.getppid() == parent:\n    time.sleep(0.05)\n"
-            "time.sleep(6)\n") if linger else "import time\ntime.sleep(60)\n"
-    subprocess.Popen([sys.executable, "-c", code], env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-
-
-def flood_stderr(megabytes: int = 30) -> None:
-    line = b"stderr flood " * 80 + b"\n"
-    block = line * (1024 * 1024 // len(line) + 1)
-    for _ in range(megabytes):
-        sys.stderr.buffer.write(block[:1024 * 1024])
-    sys.stderr.buffer.flush()
-
-
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, agent_class: type[Agent] = Agent) -> None:
     parser = argparse.ArgumentParser(description="The reference ACP agent of acp-journeys.")
-    parser.add_argument("--defect", action="append", default=[], choices=sorted(DEFECTS),
-                        metavar="NAME", help="break one thing on purpose (repeatable)")
     parser.add_argument("--latency", type=float, default=0.0, metavar="SECONDS",
                         help="wait this long before each reply, as a model would (for benchmarks)")
-    parser.add_argument("--daemon-socket", metavar="PATH", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.daemon_socket:
-        serve_daemon(args.daemon_socket)
-        return
-    if "shared-daemon" in args.defect:
-        ensure_daemon(daemon_socket_path())
-    agent = Agent(set(args.defect))
+    agent = agent_class()
     agent.latency = max(0.0, args.latency)
     signal.signal(signal.SIGTERM, lambda *_: agent.shutdown(0))
-    if agent.broken("stderr-flood"):
-        flood_stderr()
     agent.run()
 
 
