@@ -146,7 +146,10 @@ class _Compiler:
 
     def keyword(self, key: str, value: Any, schema: dict[str, Any]) -> Check:
         if key == "type":
-            types = [_TYPES[t] for t in (value if isinstance(value, list) else [value])]
+            names = value if isinstance(value, list) else [value]
+            if not all(isinstance(t, str) and t in _TYPES for t in names):
+                raise _Unsupported(f"type {value!r}")
+            types = [_TYPES[t] for t in names]
             return types[0] if len(types) == 1 else (lambda v: any(t(v) for t in types))
         if key == "$ref":
             return self.ref(value)
