@@ -11,7 +11,7 @@ import ast
 
 import pytest
 
-from acp_journeys.catalog import FAILURES, JOURNEY_IDS
+from acp_journeys.rules.catalog import FAILURES, JOURNEY_FAILURES, JOURNEY_IDS
 from conftest import FIXTURE_AGENTS, REFERENCE_AGENT, fixture_constant, fixture_names
 
 # The ids that no agent can cause, each with the reason.
@@ -49,6 +49,10 @@ def test_a_fixture_declares_its_verdict_with_catalog_ids_only(name: str) -> None
             assert journey in JOURNEY_IDS, f"{name}: {journey} is no journey of the catalog"
             assert ids and ids == sorted(set(ids)), f"{name}: {journey} needs its ids, sorted, once each"
             assert set(ids) <= set(FAILURES), f"{name}: {journey}: not every one of {ids} is in the catalog"
+            # The journey's row lists what it can produce (`list`, the docs and baselines read it);
+            # the strict tier's ids (stdout noise, schema violations) are any journey's.
+            own = {i for i in ids if FAILURES[i].tier != "strict"}
+            assert own <= set(JOURNEY_FAILURES[journey]), f"{name}: {journey} cannot produce {ids}"
 
 
 @pytest.mark.parametrize("name", fixture_names())

@@ -113,7 +113,7 @@ def test_a_long_line_costs_time_in_proportion_to_its_length(socket_dir) -> None:
 def test_a_line_over_the_bound_drops_only_its_connection(socket_dir, monkeypatch) -> None:
     """The lines come from protocol.framing with the hub's bound: a longer one ends that
     connection (without holding its bytes), and the next connection is served as before."""
-    monkeypatch.setattr(mcp_server, "MAX_LINE_BYTES", 4096)
+    monkeypatch.setattr(mcp_hub, "MAX_LINE_BYTES", 4096)
 
     async def main() -> None:
         hub = RondarMcpHub(socket_dir)

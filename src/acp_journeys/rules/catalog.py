@@ -100,7 +100,7 @@ JOURNEYS: tuple[Journey, ...] = (
             turns=("sleep",)),
     Journey("plan-turn-saved-plan", "A Plan turn to a saved plan", "step-8", 1,
             ("no-plan-mode", "set-mode-error", "create-plan-not-called", "get-plan-not-called",
-             "reply-missing-plan-id", "plan-changed-workspace") + _TURN,
+             "reply-not-in-chunks", "reply-missing-plan-id", "plan-changed-workspace") + _TURN,
             turns=("plan",), markers=("input",)),
     # Rondar asks only that both Plan turns save their plan here (#step-9), not get_plan or the id.
     Journey("plan-regular-plan", "Plan, then regular, then Plan again", "step-9", 1,

@@ -1,0 +1,190 @@
+"""The layout's rules, read from the code's own imports: they fail loudly when a change breaks them.
+
+Wings and what each may import (besides itself, the standard library and third-party packages):
+rules/ is pure and imports no other wing; protocol/ and launch/ are the ground; services/ stands on
+rules/ and protocol/; editor/ and output/ stand on rules/ and protocol/ (the editor also on
+launch/'s public seam); runner.py ties them together; cli/ is the top. demo/ is the stdlib
+reference agent and knows none of it. An import inside a function counts like one at the top
+(a lazy import is still an arrow), and so does one under `TYPE_CHECKING`.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "src" / "acp_journeys"
+
+ALLOWED: dict[str, set[str]] = {
+    "rules": set(),
+    "protocol": set(),
+    "launch": set(),
+    "demo": set(),
+    "services": {"rules", "protocol"},
+    "editor": {"rules", "protocol", "launch"},
+    "output": {"rules", "protocol"},
+    "runner": {"rules", "protocol", "launch", "services", "editor", "output"},
+    "cli": {"rules", "protocol", "launch", "services", "editor", "output", "runner"},
+    "__main__": {"cli"},
+    "__init__": set(),
+}
+# Only the seam is public: outside launch/ nothing reaches into its modules.
+LAUNCH_PUBLIC = {"acp_journeys.launch"}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def wing(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "__init__"
+    return parts[1]
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imports_of(module: str, path: Path) -> set[str]:
+    """Every acp_journeys module this one imports, at any depth of its code."""
+    tree = ast.parse(path.read_text(), str(path))
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == "acp_journeys")
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                base = base if is_package else base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "acp_journeys":
+                continue
+            found.add(target)
+            # `from acp_journeys.x import y`: y may be a module of its own.
+            for alias in node.names:
+                found.add(f"{target}.{alias.name}")
+    known = modules()
+    return {m for m in found if m in known and m != module}
+
+
+def graph() -> dict[str, set[str]]:
+    return {name: imports_of(name, path) for name, path in modules().items()}
+
+
+def test_every_module_belongs_to_a_known_wing():
+    assert {wing(m) for m in modules()} <= set(ALLOWED), "a new wing needs its row in ALLOWED"
+
+
+def test_no_wing_imports_a_higher_or_sideways_one():
+    wrong = []
+    for module, targets in graph().items():
+        for target in targets:
+            # Everyone may read the package's own __version__.
+            if wing(target) not in (wing(module), "__init__") and wing(target) not in ALLOWED[wing(module)]:
+                wrong.append(f"{module} -> {target}")
+    assert wrong == []
+
+
+def test_outside_launch_only_its_public_seam_is_imported():
+    wrong = [f"{m} -> {t}" for m, targets in graph().items() if wing(m) != "launch"
+             for t in targets if wing(t) == "launch" and t not in LAUNCH_PUBLIC]
+    assert wrong == []
+
+
+def test_there_is_no_import_circle():
+    edges = graph()
+    state: dict[str, int] = {}
+    circles: list[list[str]] = []
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(edges[node]):
+            # A package's __init__ importing its own submodules is how packages re-export; the
+            # circle that matters is between modules that are not parent and child.
+            if nxt.startswith(node + ".") or node.startswith(nxt + "."):
+                continue
+            if state.get(nxt) == 1:
+                circles.append(trail[trail.index(nxt):] + [nxt] if nxt in trail else [node, nxt])
+            elif nxt not in state:
+                visit(nxt, trail + [nxt])
+        state[node] = 2
+
+    for start in sorted(edges):
+        if start not in state:
+            visit(start, [start])
+    assert circles == []
+
+
+def test_demo_agent_is_stdlib_only():
+    tree = ast.parse((PACKAGE / "demo" / "reference_agent.py").read_text())
+    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert not names - set(sys.stdlib_module_names), names - set(sys.stdlib_module_names)
+
+
+# The judge's path must be pure. `socket` is left out of the runtime check on purpose: pydantic loads
+# importlib.metadata, which loads email.utils, which imports socket; the static check below keeps our
+# own code from importing it in rules/.
+FORBIDDEN_AT_RUNTIME = ("asyncio", "subprocess", "http", "socketserver", "docker", "jsonschema", "mcp",
+                        "acp_journeys.services", "acp_journeys.launch", "acp_journeys.editor")
+FORBIDDEN_IN_RULES = {"asyncio", "subprocess", "socket", "http", "socketserver", "docker", "threading",
+                      "urllib", "jsonschema", "mcp", "psutil"}
+
+
+def loaded_io_modules(code: str) -> list[str]:
+    """The forbidden modules loaded once `code` ran in a fresh interpreter."""
+    probe = (f"{code}\nimport sys\n"
+             f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN_AT_RUNTIME!r} "
+             f"or any(m.startswith(p + '.') for p in {FORBIDDEN_AT_RUNTIME!r}))\n"
+             "print('\\n'.join(bad))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).parent)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split()
+
+
+def test_importing_the_judge_loads_no_io_module():
+    assert loaded_io_modules("import acp_journeys.rules.judge") == []
+
+
+def test_verify_of_a_result_loads_no_io_module(tmp_path):
+    # verify's whole path, as the command runs it: read a real result, judge it, print the table.
+    path = tmp_path / "result.json"
+    code = ("import contextlib, io, sample_results\n"
+            "from acp_journeys.output import result_file\n"
+            f"result_file.write(sample_results.all_pass(), {str(path)!r})\n"
+            "from acp_journeys.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+            f"    code = main(['verify', {str(path)!r}])\n"
+            "assert code in (0, 1), code")
+    assert loaded_io_modules(code) == []
+
+
+def test_rules_import_nothing_that_does_io():
+    wrong = []
+    for path in sorted((PACKAGE / "rules").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            wrong += [f"{path.name}: {n}" for n in names if n.split(".")[0] in FORBIDDEN_IN_RULES]
+    assert wrong == []
+
+
+def test_every_module_opens_with_its_rules():
+    bare = [m for m, p in modules().items()
+            if p.stat().st_size and not ast.get_docstring(ast.parse(p.read_text()))]
+    assert bare == []
