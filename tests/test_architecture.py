@@ -188,3 +188,17 @@ def test_every_module_opens_with_its_rules():
     bare = [m for m, p in modules().items()
             if p.stat().st_size and not ast.get_docstring(ast.parse(p.read_text()))]
     assert bare == []
+
+
+def test_the_sandbox_seam_is_three_small_roles():
+    # Files, processes and the links to the run's services are kept apart so each reads alone;
+    # the sandbox itself adds only `close`.
+    from acp_journeys.launch import seam
+
+    roles = (seam.AgentFiles, seam.AgentProcesses, seam.ServiceLinks)
+    members = [{n for n in vars(r) if not n.startswith("_")} | set(getattr(r, "__annotations__", {}))
+               for r in roles]
+    assert all(len(m) <= 5 for m in members), members
+    assert not set.intersection(*members) and sum(map(len, members)) == len(set.union(*members))
+    assert {n for n in vars(seam.Sandbox) if not n.startswith("_")} == {"close"}
+    assert seam.Sandbox.__mro__[1:4] == roles

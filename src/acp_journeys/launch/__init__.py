@@ -13,12 +13,15 @@ from typing import TYPE_CHECKING, Any
 from acp_journeys.launch.agent_side import RELAY_SCRIPT, relay_command
 from acp_journeys.launch.seam import (
     SESSION_FILES_DIR,
+    AgentFiles,
     AgentProcess,
+    AgentProcesses,
     ExitStatus,
     Launcher,
     LaunchError,
     ProcInfo,
     Sandbox,
+    ServiceLinks,
 )
 
 if TYPE_CHECKING:
@@ -26,7 +29,8 @@ if TYPE_CHECKING:
     from acp_journeys.launch.local import LocalLauncher
 
 __all__ = [
-    "SESSION_FILES_DIR", "AgentProcess", "ExitStatus", "Launcher", "LaunchError", "ProcInfo", "Sandbox",
+    "SESSION_FILES_DIR", "AgentFiles", "AgentProcess", "AgentProcesses", "ExitStatus", "Launcher", "LaunchError",
+    "ProcInfo", "Sandbox", "ServiceLinks",
     "LocalLauncher", "DockerLauncher", "RELAY_SCRIPT", "relay_command",
 ]
 

@@ -76,31 +76,11 @@ class AgentProcess(abc.ABC):
         """End the agent process itself (SIGTERM, then SIGKILL). Idempotent."""
 
 
-class Sandbox(abc.ABC):
-    """The place one journey runs: its workspace, its files and its processes."""
+class AgentFiles(abc.ABC):
+    """A journey's files, at paths as the agent sees them: what the journeys write and compare."""
 
     workspace: str
     """The session `cwd`, as the agent sees it: fresh and empty for each journey."""
-
-    extra_env: dict[str, str]
-    """Environment for this journey's agent processes only, on top of the run's (set by the
-    runner before the first agent starts, e.g. the scripted model endpoint's address). Each
-    sandbox sets its own (empty) dict in `__init__`: a class-level default would be shared."""
-
-    async def model_endpoint(self) -> tuple[str, str] | None:
-        """Where the agent reaches the scripted model endpoint, when the agent cannot reach the
-        runner's loopback (a container with no network): (a Unix socket path on the runner's
-        side for the endpoint to listen on, the base URL the agent uses). None: the agent
-        reaches the endpoint's own loopback address."""
-        return None
-
-    async def write_home_file(self, relative: str, data: bytes) -> str:
-        """Write a file under the agent's home (a config file); returns its path as the agent sees it."""
-        raise NotImplementedError(f"{type(self).__name__} has no agent home to write into")
-
-    @abc.abstractmethod
-    async def start_agent(self, argv: list[str]) -> AgentProcess:
-        """Start one agent process. Raises `LaunchError` when it cannot start at all."""
 
     @abc.abstractmethod
     async def write_file(self, path: str, data: bytes) -> None:
@@ -113,6 +93,23 @@ class Sandbox(abc.ABC):
     async def snapshot(self, folder: str) -> dict[str, str]:
         """Every file below `folder`: relative path -> sha256 of its bytes."""
 
+    async def write_home_file(self, relative: str, data: bytes) -> str:
+        """Write a file under the agent's home (a config file); returns its path as the agent sees it."""
+        raise NotImplementedError(f"{type(self).__name__} has no agent home to write into")
+
+
+class AgentProcesses(abc.ABC):
+    """A journey's agent processes: starting one, and whatever it started, seen and killed."""
+
+    extra_env: dict[str, str]
+    """Environment for this journey's agent processes only, on top of the run's (set by the
+    runner before the first agent starts, e.g. the scripted model endpoint's address). Each
+    sandbox sets its own (empty) dict in `__init__`: a class-level default would be shared."""
+
+    @abc.abstractmethod
+    async def start_agent(self, argv: list[str]) -> AgentProcess:
+        """Start one agent process. Raises `LaunchError` when it cannot start at all."""
+
     @abc.abstractmethod
     async def agent_processes(self) -> list[ProcInfo]:
         """The live processes that belong to the current agent process (itself included)."""
@@ -120,6 +117,11 @@ class Sandbox(abc.ABC):
     @abc.abstractmethod
     async def collect_leftovers(self) -> list[ProcInfo]:
         """After the agent process ended: record every process it left, then kill them."""
+
+
+class ServiceLinks(abc.ABC):
+    """How the agent reaches the run's services (the rondar MCP hub, the scripted model), which
+    live in the runner: the sandbox only says where, it never serves them."""
 
     @abc.abstractmethod
     def mcp_command(self) -> list[str]:
@@ -129,6 +131,19 @@ class Sandbox(abc.ABC):
     @abc.abstractmethod
     def mcp_socket_path(self) -> str:
         """Where the runner listens for this journey's MCP relay (a path on the runner's side)."""
+
+    async def model_endpoint(self) -> tuple[str, str] | None:
+        """Where the agent reaches the scripted model endpoint, when the agent cannot reach the
+        runner's loopback (a container with no network): (a Unix socket path on the runner's
+        side for the endpoint to listen on, the base URL the agent uses). None: the agent
+        reaches the endpoint's own loopback address."""
+        return None
+
+
+class Sandbox(AgentFiles, AgentProcesses, ServiceLinks):
+    """The place one journey runs (a temp tree here, or a container): its files, its processes
+    and its links to the run's services, three small roles kept apart so that each reads alone;
+    `close` removes all of it."""
 
     @abc.abstractmethod
     async def close(self) -> None:

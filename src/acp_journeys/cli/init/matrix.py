@@ -14,7 +14,6 @@ Rules of this module:
 from __future__ import annotations
 
 from acp_journeys.cli.init.workflow import WORKFLOW_PATH, InitError, InitOutcome, _dump, _set_inputs, _write, _yaml
-from acp_journeys.rules import catalog
 
 # Groups of about equal time, the two Plan journeys together (they share their opening).
 GROUPS: tuple[tuple[str, ...], ...] = (
