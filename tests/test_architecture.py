@@ -11,6 +11,7 @@ reference agent and knows none of it. An import inside a function counts like on
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -202,3 +203,26 @@ def test_the_sandbox_seam_is_three_small_roles():
     assert not set.intersection(*members) and sum(map(len, members)) == len(set.union(*members))
     assert {n for n in vars(seam.Sandbox) if not n.startswith("_")} == {"close"}
     assert seam.Sandbox.__mro__[1:4] == roles
+
+
+def test_only_the_engine_module_touches_dockers_private_api():
+    private = re.compile(r"_get_raw_response_socket|\._url\(|\._post_json\(|\.raw\._fp|\"_sock\"")
+    wrong = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+             if p != PACKAGE / "launch" / "docker" / "engine.py" and private.search(p.read_text())]
+    assert wrong == []
+    assert private.search((PACKAGE / "launch" / "docker" / "engine.py").read_text())  # the patterns are live
+
+
+def test_the_readme_tree_names_every_module():
+    readme = (PACKAGE.parent.parent / "README.md").read_text()
+    tree = readme[readme.index("src/acp_journeys/\n"):]
+    tree = tree[: tree.index("```")]
+    # Folders whose modules the tree describes as a group: one module per journey, per API dialect.
+    grouped = {"journeys", "dialects"}
+    missing = [str(p.relative_to(PACKAGE)) for p in sorted(PACKAGE.rglob("*.py"))
+               if p.name != "__init__.py" and p.parent.name not in grouped
+               and not re.search(rf"\b{re.escape(p.name)}\b", tree)]
+    assert missing == []
+    folders = [str(p.relative_to(PACKAGE)) for p in sorted(PACKAGE.iterdir())
+               if p.is_dir() and not p.name.startswith("__") and f"{p.name}/" not in tree]
+    assert folders == []
