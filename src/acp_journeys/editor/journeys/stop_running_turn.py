@@ -107,17 +107,18 @@ async def run(ctx: JourneyContext) -> None:
         answer = Answer(timed_out=True)
     agent.end_turn(turn, answer)
     if answer.raw is not None:
-        turn.sleep_left = await _sleeps_after(ctx, bounds.grace_s)
+        turn.sleep_left = await _sleeps_after(ctx, bounds.grace_s, seen_running=turn.cancel_trigger == "process")
 
 
-async def _sleeps_after(ctx: JourneyContext, grace_s: float) -> list[Leftover]:
+async def _sleeps_after(ctx: JourneyContext, grace_s: float, *, seen_running: bool) -> list[Leftover]:
     """The sleep processes there at the end of a short grace (an agent may kill it just after
-    answering). The whole grace, also when no sleep is seen at first: a cancel sent on the
-    permission request can be answered before an agent that ignores it starts the command."""
+    answering). When the sleep was seen running, its absence is final: the scan ends as soon as
+    none is left, so a correct agent costs no grace. Otherwise (cancelled on an `in_progress`
+    report or at the bound) the command may start only now, so the whole grace is waited."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + grace_s
     while True:
         sleeps = [p for p in await ctx.sandbox.agent_processes() if is_sleep(p.command)]
-        if loop.time() >= deadline:
+        if loop.time() >= deadline or (seen_running and not sleeps):
             return [Leftover(pid=p.pid, command=p.command, argv=list(p.cmdline)) for p in sleeps]
         await asyncio.sleep(POLL_S)
