@@ -107,6 +107,7 @@ def _process_end(proc: asyncio.subprocess.Process) -> asyncio.Future[None]:
         while proc.returncode is None:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.05)
+        OWN_CHILDREN.discard(proc.pid)  # reaped: the pid may now be reused by an orphan
         if not ended.done():
             ended.set_result(None)
 

@@ -42,11 +42,13 @@ class Tracker:
 
     method = "none"
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, reaps_orphans: bool = False) -> None:
         self.name = name
         self.token = f"{name}-{uuid.uuid4().hex[:12]}"
         self.root_pid: int | None = None
         """The agent's own pid, once started."""
+        self.reaps_orphans = reaps_orphans
+        """Orphans come to us (a subreaper, or pid 1 in a container): their zombies are ours."""
 
     def env(self) -> dict[str, str]:
         return {TOKEN_ENV: self.token}
@@ -82,15 +84,16 @@ class Tracker:
                 except (ProcessLookupError, PermissionError):
                     pass
             time.sleep(0.05)
-        _reap_orphans()
+        if self.reaps_orphans:
+            _reap_orphans()
 
     def close(self) -> None:
         self.kill_all()
 
 
 class CgroupTracker(Tracker):
-    def __init__(self, name: str, path: Path, version: int) -> None:
-        super().__init__(name)
+    def __init__(self, name: str, path: Path, version: int, reaps_orphans: bool = False) -> None:
+        super().__init__(name, reaps_orphans)
         self.path = path
         self.method = f"cgroup-v{version}"
 
@@ -131,7 +134,7 @@ class DescentTracker(Tracker):
     """By descent from the agent's pid, its session and its token (see the module's rules)."""
 
     def __init__(self, name: str, subreaper: bool) -> None:
-        super().__init__(name)
+        super().__init__(name, reaps_orphans=subreaper or os.getpid() == 1)
         self.subreaper = subreaper
         self.method = "subreaper" if subreaper else "descent"
         self._seen: set[tuple[int, float]] = set()
@@ -201,6 +204,8 @@ class TrackerFactory:
         if self.base is None:
             # Never claim a subreaper that failed to set up: the method then says "descent".
             self.subreaper = become_subreaper()
+        # As pid 1 (the runner in its container) orphans come to us even without the subreaper.
+        self.reaps_orphans = self.subreaper or os.getpid() == 1
         self._count = 0
 
     @property
@@ -214,7 +219,7 @@ class TrackerFactory:
         if self.base is not None:
             path = self.base / f"{name}-{self._count}"
             path.mkdir(exist_ok=True)
-            return CgroupTracker(name, path, self.version)
+            return CgroupTracker(name, path, self.version, self.reaps_orphans)
         return DescentTracker(name, self.subreaper)
 
     def close(self) -> None:
@@ -222,7 +227,7 @@ class TrackerFactory:
             return
         for child in sorted(self.base.iterdir(), reverse=True):
             if child.is_dir():  # the other entries are the cgroup's own control files
-                CgroupTracker("cleanup", child, self.version).close()
+                CgroupTracker("cleanup", child, self.version, self.reaps_orphans).close()
         for path in (self.base, self.base.parent):
             try:
                 path.rmdir()
@@ -263,16 +268,32 @@ def become_subreaper() -> bool:
 
 def _reap_orphans() -> None:
     """Reap zombies re-parented to us (as a subreaper) that no asyncio watcher waits for."""
-    try:
-        children = psutil.Process().children()
-    except psutil.Error:
-        return
-    for child in children:
+    for pid in _own_children():
+        if pid in OWN_CHILDREN:
+            continue  # asyncio's child watcher waits for it and wants its exit code
         try:
-            if child.status() == psutil.STATUS_ZOMBIE and child.pid not in OWN_CHILDREN:
-                os.waitpid(child.pid, os.WNOHANG)
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                os.waitpid(pid, os.WNOHANG)
         except (psutil.Error, ChildProcessError, OSError):
             continue
+
+
+def _own_children() -> list[int]:
+    """Our direct children. The kernel lists them per thread; psutil's own way reads the stat
+    file of every process of the machine, which cost more than all the rest of a run's tracking."""
+    if not os.path.exists(f"/proc/self/task/{os.getpid()}/children"):  # a kernel without the list
+        try:
+            return [child.pid for child in psutil.Process().children()]
+        except psutil.Error:
+            return []
+    pids: list[int] = []
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as f:
+                pids.extend(int(x) for x in f.read().split())
+        except OSError:
+            continue  # a thread that ended since the listing
+    return pids
 
 
 OWN_CHILDREN: set[int] = set()
