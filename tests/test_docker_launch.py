@@ -110,6 +110,19 @@ def py(code: str) -> list[str]:
     return ["python3", "-c", code]
 
 
+async def read_bytes(read: Callable[[int], Awaitable[bytes]], n: int, limit: float = 10) -> bytes:
+    """Up to `n` bytes, or fewer at end of file. One read is not enough: the image's Python is
+    unbuffered, so print() writes its text and its newline apart, and they may come as two frames."""
+    out = b""
+    deadline = time.monotonic() + limit
+    while len(out) < n:
+        chunk = await asyncio.wait_for(read(n - len(out)), max(0.0, deadline - time.monotonic()))
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
 # --- streams ---------------------------------------------------------------------------------------
 
 def test_stdin_eof_reaches_an_agent_that_only_ends_on_eof(image: str) -> None:
@@ -147,7 +160,7 @@ def test_kill_ends_an_agent_that_ignores_sigterm(image: str) -> None:
     async def body(sb: DockerSandbox, _: DockerLauncher) -> None:
         code = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('up', flush=True)\ntime.sleep(600)"
         proc = await sb.start_agent(py(code))
-        assert await proc.read_stdout(100) == b"up\n"
+        assert await read_bytes(proc.read_stdout, 3) == b"up\n"
         started = time.monotonic()
         await proc.kill()
         assert await proc.wait(1) is not None
@@ -213,7 +226,7 @@ def test_the_mcp_relay_reaches_the_runner_and_counts_as_a_leftover(image: str) -
         try:
             relay = await sb.start_agent(sb.mcp_command())
             await relay.write(b"ping\n")
-            assert await asyncio.wait_for(relay.read_stdout(100), 10) == b"PING\n"
+            assert await read_bytes(relay.read_stdout, 5) == b"PING\n"
             await relay.close_stdin()
             assert await relay.wait(5) == 0
             # An agent that starts the relay and leaves it running: a leftover.
@@ -243,7 +256,7 @@ def test_a_fork_bomb_is_held_by_the_pids_limit(image: str) -> None:
         await sb.collect_leftovers()
         assert await sb.agent_processes() == []
         again = await sb.start_agent(py("print('after the bomb')"))
-        assert await asyncio.wait_for(again.read_stdout(100), 10) == b"after the bomb\n"
+        assert await read_bytes(again.read_stdout, 15) == b"after the bomb\n"
 
     run(with_sandbox(image, body, pids_limit=64))
 
@@ -255,7 +268,7 @@ def test_a_memory_hog_is_held_by_the_memory_limit(image: str) -> None:
         code = await proc.wait(60)
         assert code is not None and code != 0, code
         again = await sb.start_agent(py("print('after the hog')"))
-        assert await asyncio.wait_for(again.read_stdout(100), 10) == b"after the hog\n"
+        assert await read_bytes(again.read_stdout, 14) == b"after the hog\n"
 
     run(with_sandbox(image, body, memory="128m"))
 
@@ -341,7 +354,7 @@ def test_an_image_with_no_shell_and_no_python(empty_image: str) -> None:
         try:
             relay = await sb.start_agent(sb.mcp_command())
             await relay.write(b"hello")
-            assert await asyncio.wait_for(relay.read_stdout(100), 10) == b"hello"
+            assert await read_bytes(relay.read_stdout, 5) == b"hello"
             assert [p.cmdline for p in await sb.agent_processes()] == [tuple(sb.mcp_command())]
             await relay.close_stdin()
             assert await relay.wait(5) == 0
@@ -480,7 +493,13 @@ async def main():
     server = await asyncio.start_unix_server(upper, path=sb.mcp_socket_path)
     relay = await sb.start_agent(sb.mcp_command())
     await relay.write(b'through the volume\\n')
-    print((await asyncio.wait_for(relay.read_stdout(100), 10)).decode(), end='')
+    out = b''
+    while not out.endswith(b'\\n'):
+        chunk = await asyncio.wait_for(relay.read_stdout(100), 10)
+        if not chunk:
+            break
+        out += chunk
+    print(out.decode(), end='')
     await relay.close_stdin()
     print('exit', await relay.wait(5))
     server.close()

@@ -39,7 +39,13 @@ def test_descent_finds_a_helper_without_the_token_and_a_daemon_out_of_the_sessio
     tracker = DescentTracker("t", subreaper)
     proc = started(tracker)
     try:
+        # The daemon's shell has exited once the agent says ready, but its forked child may not
+        # have exec'd `sleep` yet (it still shows the shell's command line): wait for the exec.
+        deadline = time.monotonic() + 10
         commands = {" ".join(p.cmdline) for p in tracker.processes()}
+        while not any(c.startswith("sleep 61") for c in commands) and time.monotonic() < deadline:
+            time.sleep(0.02)
+            commands = {" ".join(p.cmdline) for p in tracker.processes()}
         assert any("time.sleep(60)" in c and "-c" in c for c in commands), commands  # the helper
         assert any(c.startswith("sleep 61") for c in commands), commands  # the daemon
         proc.kill()
