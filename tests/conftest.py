@@ -87,6 +87,30 @@ def fixture_verdicts(constant: str = "VERDICT") -> dict[str, dict[str, list[str]
     return {name: verdict for name, verdict in verdicts.items() if verdict is not None}
 
 
+USER_IMAGE = "acp-journeys/test-user:latest"
+
+
+def build_user_image(engine, base: str) -> str:
+    """`base` with a non-root user (uid 4321) whose home exists, built with no network."""
+    import io
+    import tarfile
+
+    import docker
+
+    dockerfile = f"FROM {base}\nRUN useradd -m -u 4321 agent\nUSER agent\n".encode()
+    context = io.BytesIO()
+    with tarfile.open(fileobj=context, mode="w") as tar:
+        info = tarfile.TarInfo("Dockerfile")
+        info.size = len(dockerfile)
+        tar.addfile(info, io.BytesIO(dockerfile))
+    context.seek(0)
+    try:
+        engine.images.build(fileobj=context, custom_context=True, tag=USER_IMAGE, network_mode="none", rm=True)
+    except docker.errors.BuildError as exc:
+        pytest.skip(f"cannot add a user to {base}: {exc}")
+    return USER_IMAGE
+
+
 def fixture_agent_dir(folder: Path) -> Path:
     """A folder for --agent-dir (mounted at /agent): the fixture agents and, beside them, the
     tree's reference agent, which they import before the image's installed one."""

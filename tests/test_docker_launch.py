@@ -30,7 +30,9 @@ from acp_journeys.launch import agent_side  # noqa: E402
 from acp_journeys.launch.docker import labels  # noqa: E402
 from acp_journeys.launch.docker.launcher import DockerLauncher, DockerSandbox  # noqa: E402
 from acp_journeys.launch.seam import LaunchError  # noqa: E402
-from conftest import fixture_agent_dir  # noqa: E402
+from acp_journeys.launch.docker import engine as engine_calls  # noqa: E402
+from acp_journeys.launch.seam import SESSION_FILES_DIR  # noqa: E402
+from conftest import build_user_image, fixture_agent_dir  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EMPTY_IMAGE = "acp-journeys/test-empty:latest"
@@ -154,6 +156,77 @@ def test_stdout_and_stderr_come_apart_and_whole(image: str) -> None:
         assert proc.pid is not None and proc.pid > 1, "the agent's pid as the container sees it"
 
     run(with_sandbox(image, body))
+
+
+def test_the_agent_pid_is_the_holders_first_stderr_line_and_no_file_is_read(
+        image: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[str] = []
+    read_file = engine_calls.read_file
+
+    def counted(api: Any, container_id: str, path: str) -> bytes | None:
+        reads.append(path)
+        return read_file(api, container_id, path)
+
+    monkeypatch.setattr(engine_calls, "read_file", counted)
+
+    async def body(sb: DockerSandbox, _: DockerLauncher) -> None:
+        proc = await sb.start_agent(py("import os, sys\nsys.stderr.write('its own\\n')\nprint(os.getpid())"))
+        await proc.close_stdin()
+        out, err = await asyncio.gather(read_all(proc.read_stdout), read_all(proc.read_stderr))
+        assert proc.pid == int(out), "the pid the holder said is the agent's own, as the container sees it"
+        assert err == b"its own\n", "the pid line is never part of the agent's stderr"
+        assert reads == [], "no pid file was read"
+
+    run(with_sandbox(image, body))
+
+
+SETUP_PROBE = """
+import errno, os, stat, sys
+for path in sys.argv[1:]:
+    print(path, oct(stat.S_IMODE(os.stat(path).st_mode)))
+open(os.path.join(os.getcwd(), 'mine'), 'w').write('x')
+try:  # a file beside the holder (the running holder itself would be ETXTBSY whatever its folder)
+    open(%r + '/planted', 'w')
+    print('helpers writable')
+except OSError as exc:
+    print('helpers', errno.errorcode[exc.errno])
+"""
+
+
+async def _probe_setup(sb: DockerSandbox) -> list[str]:
+    folders = [agent_side.PID_DIR, sb.workspace, "/tmp", SESSION_FILES_DIR]
+    proc = await sb.start_agent(py(SETUP_PROBE % agent_side.HELPERS_DIR) + folders)
+    await proc.close_stdin()
+    out, err = await asyncio.gather(read_all(proc.read_stdout), read_all(proc.read_stderr))
+    assert await proc.wait(10) == 0, err
+    return out.decode().splitlines()
+
+
+def _mounts(launcher: DockerLauncher, engine: Any, sb: DockerSandbox) -> dict[str, Any]:
+    return {m["Destination"]: m for m in engine.api.inspect_container(sb.container_id)["Mounts"]}
+
+
+def test_as_root_the_helpers_are_mounted_read_only_and_the_holder_makes_the_folders(image: str, engine: Any) -> None:
+    async def body(sb: DockerSandbox, launcher: DockerLauncher) -> None:
+        assert launcher.helpers_source is not None
+        helpers = _mounts(launcher, engine, sb)[agent_side.HELPERS_DIR]
+        assert helpers["Type"] == "bind" and helpers["RW"] is False
+        assert await _probe_setup(sb) == [f"{agent_side.PID_DIR} 0o1777", f"{sb.workspace} 0o777", "/tmp 0o1777",
+                                          f"{SESSION_FILES_DIR} 0o1777", "helpers EROFS"]
+
+    run(with_sandbox(image, body))
+
+
+def test_another_user_gets_the_helpers_copied_in_and_the_same_folders(image: str, engine: Any) -> None:
+    user_image = build_user_image(engine, image)
+
+    async def body(sb: DockerSandbox, launcher: DockerLauncher) -> None:
+        assert launcher.helpers_source is None, "a non-root holder cannot make the folders"
+        assert agent_side.HELPERS_DIR not in _mounts(launcher, engine, sb)
+        assert await _probe_setup(sb) == [f"{agent_side.PID_DIR} 0o1777", f"{sb.workspace} 0o777", "/tmp 0o1777",
+                                          f"{SESSION_FILES_DIR} 0o1777", "helpers EACCES"]
+
+    run(with_sandbox(user_image, body))
 
 
 def test_kill_ends_an_agent_that_ignores_sigterm(image: str) -> None:

@@ -11,12 +11,10 @@ reach the agent, and that nothing is left after close. Skipped when no Docker en
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import logging
 import os
 import subprocess
-import tarfile
 import time
 import uuid
 from pathlib import Path
@@ -32,8 +30,8 @@ from acp_journeys.launch.docker.launcher import DockerLauncher, DockerSandbox, r
 from acp_journeys.launch.docker.sandbox import MODEL_BASE_URL  # noqa: E402
 from acp_journeys.rules import prompts  # noqa: E402
 from acp_journeys.services.model_stub import ModelStub  # noqa: E402
+from conftest import build_user_image  # noqa: E402
 
-USER_IMAGE = "acp-journeys/test-user:latest"
 MARK = "REPLY-DOCK4179"
 
 
@@ -60,18 +58,7 @@ def image(engine: Any) -> str:
 @pytest.fixture(scope="module")
 def user_image(engine: Any, image: str) -> str:
     """The agent image with a non-root user whose home exists (built with no network)."""
-    dockerfile = f"FROM {image}\nRUN useradd -m -u 4321 agent\nUSER agent\n".encode()
-    context = io.BytesIO()
-    with tarfile.open(fileobj=context, mode="w") as tar:
-        info = tarfile.TarInfo("Dockerfile")
-        info.size = len(dockerfile)
-        tar.addfile(info, io.BytesIO(dockerfile))
-    context.seek(0)
-    try:
-        engine.images.build(fileobj=context, custom_context=True, tag=USER_IMAGE, network_mode="none", rm=True)
-    except docker.errors.BuildError as exc:
-        pytest.skip(f"cannot add a user to {image}: {exc}")
-    return USER_IMAGE
+    return build_user_image(engine, image)
 
 
 def run(coro: Awaitable[Any]) -> Any:

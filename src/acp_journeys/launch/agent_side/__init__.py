@@ -21,9 +21,14 @@ SOURCES = Path(__file__).resolve().parent
 RELAY_SCRIPT = SOURCES / "mcp_relay.py"
 
 IN_CONTAINER_DIR = "/.acp-journeys"
-HOLDER = IN_CONTAINER_DIR + "/holder"
-RELAY = IN_CONTAINER_DIR + "/relay"
+HELPERS_DIR = IN_CONTAINER_DIR + "/bin"  # copied in, or mounted read-only: nothing is written here
+HOLDER = HELPERS_DIR + "/holder"
+RELAY = HELPERS_DIR + "/relay"
 PID_DIR = IN_CONTAINER_DIR + "/run"
+READY_FILE = PID_DIR + "/ready"
+"""Exists once the container's folders are made (by the setup archive, or by the holder)."""
+PID_LINE_PREFIX = b"\0acp-journeys-pid "
+"""What `holder run` writes first on stderr, then the agent's pid and a newline (see holder.c)."""
 HELPER_NAMES = ("holder", "relay")
 
 
@@ -86,5 +91,5 @@ def find_helpers() -> Path | None:
 
 
 def helper_files(folder: Path) -> list[tuple[str, bytes, int]]:
-    return [(f"{IN_CONTAINER_DIR}/{name}".lstrip("/"), (folder / name).read_bytes(), 0o755)
+    return [(f"{HELPERS_DIR}/{name}".lstrip("/"), (folder / name).read_bytes(), 0o755)
             for name in HELPER_NAMES]

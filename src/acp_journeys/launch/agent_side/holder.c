@@ -4,15 +4,26 @@
  * Rules: static, libc only, no shell, no Python, so it works in any image. It never starts
  * anything by itself.
  *
- *   holder [hold [IGNORED...]]  PID 1: sleep until SIGTERM/SIGINT (exit 0). Reap every zombie on
+ *   holder [hold [IGNORED...]]
+ *   holder hold --ready FILE MODE:FOLDER...
+ *                               PID 1: sleep until SIGTERM/SIGINT (exit 0). Reap every zombie on
  *                               SIGCHLD, since orphans of the agent are re-parented here; a process
  *                               that is still alive stays alive, so a leftover can be seen.
  *                               SIGUSR1: kill every other process in the container (kill(-1) from
  *                               the namespace's init reaches all of them) until none is left,
  *                               which works even when a fork bomb leaves no pid for an exec.
- *   holder run PIDFILE ARGV...  Write our pid to PIDFILE, then execvp(ARGV): the agent keeps
- *                               that pid, so the runner knows the agent's pid as the container
- *                               sees it. Exit 127 when ARGV cannot be run.
+ *                               With --ready (as root: the container's folders are made before
+ *                               the start otherwise): first make each FOLDER, its parents with
+ *                               mode 0755, and give it exactly MODE (octal), then create FILE.
+ *   holder run [--after FILE] PIDFILE ARGV...
+ *                               First wait (up to 5 s) until FILE exists: the folders are ready.
+ *                               Then tell our pid, then execvp(ARGV): the agent keeps that pid, so
+ *                               the runner knows the agent's pid as the container sees it. The
+ *                               pid goes first on stderr as one line "\0acp-journeys-pid N\n"
+ *                               (before the exec, so no byte of the agent can come first; the
+ *                               runner takes it off the stream), and into PIDFILE, which the
+ *                               runner reads only if that line never came. Exit 127 when ARGV
+ *                               cannot be run.
  *   holder ps                   Every process but PID 1 and this one, as NUL-ended fields:
  *                               "pid ppid name argc arg..." (a record per process).
  *   holder kill GRACE_MS PID... SIGTERM the pids, wait up to GRACE_MS for them to go, SIGKILL
@@ -74,6 +85,44 @@ static void kill_all_others(void) {
     reap();
 }
 
+/* mkdir -p: the parents of `path` with mode 0755, then `path` itself with exactly `mode`. */
+static int make_folder(char *path, mode_t mode) {
+    for (char *slash = strchr(path + 1, '/'); slash != NULL; slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
+        int made = mkdir(path, 0755) == 0 || errno == EEXIST;
+        *slash = '/';
+        if (!made) {
+            return -1;
+        }
+    }
+    if (mkdir(path, mode) < 0 && errno != EEXIST) {
+        return -1;
+    }
+    return chmod(path, mode); /* also an existing folder (the engine makes the working folder 0755) */
+}
+
+/* The folders of the container (MODE:FOLDER each), then the ready FILE; errors go to our log. */
+static void prepare(int argc, char **argv) {
+    const char *ready = argv[0];
+    for (int i = 1; i < argc; i++) {
+        char *colon = strchr(argv[i], ':');
+        if (colon == NULL || colon[1] != '/') {
+            fprintf(stderr, "holder hold: not MODE:FOLDER: %s\n", argv[i]);
+            continue;
+        }
+        mode_t mode = (mode_t)strtol(argv[i], NULL, 8);
+        if (make_folder(colon + 1, mode) < 0) {
+            fprintf(stderr, "holder hold: cannot make %s: %s\n", colon + 1, strerror(errno));
+        }
+    }
+    int fd = open(ready, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "holder hold: cannot create %s: %s\n", ready, strerror(errno));
+        return;
+    }
+    close(fd);
+}
+
 static int hold(void) {
     sigset_t set;
     sigemptyset(&set);
@@ -101,8 +150,17 @@ static int hold(void) {
 }
 
 static int run(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[0], "--after") == 0) {
+        struct stat st;
+        struct timespec step = {0, 1000 * 1000};
+        for (int i = 0; i < 5000 && stat(argv[1], &st) < 0; i++) {
+            nanosleep(&step, NULL);
+        }
+        argc -= 2;
+        argv += 2;
+    }
     if (argc < 2) {
-        fprintf(stderr, "holder run: usage: holder run PIDFILE ARGV...\n");
+        fprintf(stderr, "holder run: usage: holder run [--after FILE] PIDFILE ARGV...\n");
         return 2;
     }
     char buf[32];
@@ -113,6 +171,12 @@ static int run(int argc, char **argv) {
             /* the runner falls back to the process list; the agent still runs */
         }
         close(fd);
+    }
+    char line[48];
+    len = snprintf(line + 1, sizeof line - 1, "acp-journeys-pid %d\n", (int)getpid()) + 1;
+    line[0] = '\0';  /* no agent's text starts with a NUL: the runner cannot mistake its stderr */
+    if (write(2, line, (size_t)len) != len) {
+        /* the runner then reads PIDFILE */
     }
     execvp(argv[1], &argv[1]);
     int err = errno;
@@ -265,6 +329,9 @@ static int kill_pids(int argc, char **argv) {
 int main(int argc, char **argv) {
     /* "hold" may be followed by an image's CMD, which an entrypoint override can keep. */
     if (argc < 2 || strcmp(argv[1], "hold") == 0) {
+        if (argc >= 4 && strcmp(argv[2], "--ready") == 0) {
+            prepare(argc - 3, argv + 3);
+        }
         return hold();
     }
     if (strcmp(argv[1], "run") == 0) {

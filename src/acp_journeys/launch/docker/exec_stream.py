@@ -8,8 +8,11 @@ Rules of this module:
   process only on a half-close (closing the socket would also cut stdout).
 - Every call of the (blocking) `docker` package runs in `executor`, so the event loop never
   blocks. `wait` polls `exec_inspect` with a bound, sooner once the stream has ended.
-- The agent's pid, as the container sees it, comes from the pid file the holder's `run`
-  subcommand writes just before it execs the agent.
+- The agent's pid, as the container sees it, is the first line the holder's `run` writes on
+  stderr just before it execs the agent (`PID_LINE_PREFIX`, then the pid). That line is taken
+  off the stream, so the agent's stderr is exactly what the agent wrote; anything else first
+  on stderr is left as it is, and then the pid comes from the pid file that `run` also writes.
+  The line costs no engine call; reading the file costs one per try.
 """
 
 from __future__ import annotations
@@ -21,12 +24,52 @@ import time
 from concurrent.futures import Executor
 from typing import Any, Awaitable, Callable
 
+from acp_journeys.launch.agent_side import PID_LINE_PREFIX
 from acp_journeys.launch.seam import AgentProcess
 
 HEADER = struct.Struct(">BxxxL")
 RECV_CHUNK = 1 << 16
 POLL_MIN_S = 0.05
 POLL_MAX_S = 0.5
+PID_LINE_MAX = len(PID_LINE_PREFIX) + 24
+PID_LINE_WAIT_S = 1.0  # then the pid file too: the same pid, from the same holder, one call a try
+
+
+class PidLine:
+    """Takes the holder's pid line off the front of stderr (pure: bytes in, bytes out)."""
+
+    def __init__(self) -> None:
+        self.buf: bytearray | None = bytearray()
+        self.pid: int | None = None
+
+    @property
+    def settled(self) -> bool:
+        return self.buf is None
+
+    def feed(self, data: bytes) -> bytes:
+        """The bytes that are the agent's stderr (all of them, once the line is settled)."""
+        if self.buf is None:
+            return data
+        self.buf += data
+        head = bytes(self.buf[:len(PID_LINE_PREFIX)])
+        if not PID_LINE_PREFIX.startswith(head):
+            return self.end()
+        newline = self.buf.find(b"\n", len(PID_LINE_PREFIX))
+        if newline < 0:
+            return self.end() if len(self.buf) > PID_LINE_MAX else b""
+        digits = bytes(self.buf[len(PID_LINE_PREFIX):newline])
+        if not digits.isdigit():
+            return self.end()
+        self.pid = int(digits)
+        rest = bytes(self.buf[newline + 1:])
+        self.buf = None
+        return rest
+
+    def end(self) -> bytes:
+        """No (whole) pid line: what was held back is the agent's."""
+        held = bytes(self.buf or b"")
+        self.buf = None
+        return held
 
 
 class _Stream:
@@ -80,6 +123,8 @@ class DockerAgentProcess(AgentProcess):
         self._exit_code: int | None = None
         self._read_pid = read_pid
         self._kill_pid = kill_pid
+        self._pid_line = PidLine()
+        self._pid_said = asyncio.Event()
         self._pid_task: asyncio.Task[int | None] = asyncio.ensure_future(self._learn_pid())
         self._reader = asyncio.ensure_future(self._pump(pending))
         self.pid = None
@@ -96,8 +141,22 @@ class DockerAgentProcess(AgentProcess):
             return self.pid
 
     async def _learn_pid(self) -> int | None:
-        self.pid = await self._read_pid()
+        try:
+            await asyncio.wait_for(self._pid_said.wait(), PID_LINE_WAIT_S)
+        except asyncio.TimeoutError:
+            pass
+        self.pid = self._pid_line.pid
+        if self.pid is None:
+            self.pid = await self._read_pid()
         return self.pid
+
+    def _take_stderr(self, data: bytes) -> None:
+        if not self._pid_line.settled:
+            data = self._pid_line.feed(data)
+            if self._pid_line.settled:
+                self._pid_said.set()
+        if data:
+            self._stderr.feed(data)
 
     async def _pump(self, pending: bytes) -> None:
         """Split the attach stream into stdout and stderr until the daemon closes it."""
@@ -111,7 +170,10 @@ class DockerAgentProcess(AgentProcess):
                         break
                     payload = bytes(buf[HEADER.size:HEADER.size + size])
                     del buf[:HEADER.size + size]
-                    (self._stderr if kind == 2 else self._stdout).feed(payload)
+                    if kind == 2:
+                        self._take_stderr(payload)
+                    else:
+                        self._stdout.feed(payload)
                 try:
                     data = await loop.sock_recv(self._sock, RECV_CHUNK)
                 except (ConnectionError, OSError):
@@ -120,6 +182,9 @@ class DockerAgentProcess(AgentProcess):
                     break
                 buf += data
         finally:
+            if not self._pid_line.settled:
+                self._take_stderr(self._pid_line.end())
+                self._pid_said.set()
             self._stdout.end()
             self._stderr.end()
             self._stream_ended.set()

@@ -95,6 +95,10 @@ class DockerLauncher(Launcher):
         self._api: Any = None
         self._facts: dict[str, object] = {}
         self._helpers: Path | None = None
+        self.helpers_source: str | None = None
+        """The helpers' folder on the engine's host, mounted read-only in every container; None
+        when they are copied into each container before its start instead."""
+        self._copied_helpers: str | None = None
         self._home: str | None = None
         self._user: asyncio.Task[tuple[str, int, int]] | None = None
         self._sandboxes: list[DockerSandbox] = []
@@ -125,18 +129,46 @@ class DockerLauncher(Launcher):
     def static_mounts(self) -> list[Any]:
         return list(self._mounts)
 
-    def setup_tar(self, workspace: str) -> bytes:
-        assert self._helpers is not None
-        rel = workspace.strip("/")
-        dirs = [
-            (agent_side.IN_CONTAINER_DIR.strip("/"), 0o755),
-            (agent_side.PID_DIR.strip("/"), 0o1777),  # the agent may run as any user: it writes its pid here
-            (posixpath.dirname(rel), 0o755),
-            (rel, 0o777),  # fresh and ours; the image's user may not be root
-            ("tmp", 0o1777),  # /tmp's usual mode, given again (tar entries set a folder's mode)
-            (SESSION_FILES_DIR.strip("/"), 0o1777),
+    @staticmethod
+    def setup_folders(workspace: str) -> list[tuple[str, int]]:
+        """The folders a journey's container needs before its first agent process, with modes."""
+        return [
+            (agent_side.PID_DIR, 0o1777),  # the agent may run as any user: it writes its pid here
+            (posixpath.dirname(workspace), 0o755),
+            (workspace, 0o777),  # fresh and ours; the image's user may not be root
+            ("/tmp", 0o1777),  # /tmp's usual mode, given again (a tar entry sets a folder's mode)
+            (SESSION_FILES_DIR, 0o1777),
         ]
-        return tar.build_tar(dirs, agent_side.helper_files(self._helpers))
+
+    def setup_tar(self, workspace: str) -> bytes:
+        """The helpers, the folders and the ready file, for a container whose holder cannot make them."""
+        assert self._helpers is not None
+        dirs = [(agent_side.IN_CONTAINER_DIR.strip("/"), 0o755), (agent_side.HELPERS_DIR.strip("/"), 0o755)]
+        dirs += [(path.strip("/"), mode) for path, mode in self.setup_folders(workspace)]
+        files = [*agent_side.helper_files(self._helpers), (agent_side.READY_FILE.strip("/"), b"", 0o644)]
+        return tar.build_tar(dirs, files)
+
+    async def _helpers_for_mount(self) -> str | None:
+        """Where the engine finds our helpers to mount them read-only, or None: copy them in.
+
+        Copying them in is a put_archive per journey, which costs the engine more than a start
+        of the container waits for (about 0.2 s with 7 journeys at once on 2 cores). A mount needs
+        a path on the engine's host, and the folders must then be made by the holder itself, so
+        only as root: an image that runs as another user gets the copy.
+        """
+        user = (self._image_config.get("User") or "").split(":")[0]
+        if user not in ("", "root", "0"):
+            return None
+        assert self._helpers is not None
+        mode, _volume, shared_dir = self.shared
+        if mode == "host":
+            return str(self._helpers)
+        if mode == "volume" and not self.volume_root:
+            return None  # the volume shows no host folder: nothing of it can be bound alone
+        name = f"helpers-{labels.safe_name(self.run_id, 40)}"
+        await self.call(_copy_helpers, self._helpers, os.path.join(shared_dir, name))
+        self._copied_helpers = os.path.join(shared_dir, name)
+        return posixpath.join(self.volume_root, name) if mode == "volume" else posixpath.join(shared_dir, name)
 
     # --- start-up -----------------------------------------------------------------------------
 
@@ -169,6 +201,7 @@ class DockerLauncher(Launcher):
         self.shared = await self._shared_mode()
         self.owner = labels.own_owner(not self.on_engine_host)
         self._mounts = await self._make_static_mounts(docker)
+        self.helpers_source = await self._helpers_for_mount()
         await self._remove_stale()
         if self.network:
             self.network_name = await self._make_network(docker)
@@ -441,6 +474,8 @@ class DockerLauncher(Launcher):
                 await self.call(self.api.remove_network, n["Id"])
         except Exception as exc:
             log.warning("could not remove everything of run %s: %s", self.run_id, short_error(exc))
+        if self._copied_helpers:
+            shutil.rmtree(self._copied_helpers, ignore_errors=True)
 
     def describe(self) -> dict[str, object]:
         return {
@@ -457,6 +492,13 @@ class DockerLauncher(Launcher):
             "logins": len(self.logins),
             "agent_dir": AGENT_DIR_MOUNT if self.agent_dir else None,
         }
+
+
+def _copy_helpers(folder: Path, dest: str) -> None:
+    os.makedirs(dest, mode=0o755, exist_ok=True)
+    for name in agent_side.HELPER_NAMES:
+        shutil.copy2(folder / name, os.path.join(dest, name))
+    os.chmod(dest, 0o755)
 
 
 def _same_place(source: str, host_home: str, container_home: str) -> str:

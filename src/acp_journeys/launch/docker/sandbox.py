@@ -86,6 +86,7 @@ class ContainerHost(Protocol):
     cpus: float
     volume_root: str
     shared: tuple[str, str, str]
+    helpers_source: str | None
 
     @property
     def on_engine_host(self) -> bool: ...
@@ -97,6 +98,8 @@ class ContainerHost(Protocol):
     def static_mounts(self) -> list[Any]: ...
 
     def setup_tar(self, workspace: str) -> bytes: ...
+
+    def setup_folders(self, workspace: str) -> list[tuple[str, int]]: ...
 
     async def agent_user(self) -> tuple[str, int, int]: ...
 
@@ -146,6 +149,13 @@ class DockerSandbox(Sandbox):
             mounts.append(docker.types.Mount(MCP_MOUNT, self._runner_dir, type="bind", read_only=True))
             self._socket_in_container = f"{MCP_MOUNT}/mcp.sock"
         self._socket_runner = os.path.join(self._runner_dir, "mcp.sock")
+        entrypoint = [agent_side.HOLDER, "hold"]
+        if la.helpers_source is not None:
+            # The helpers mounted, the folders made by the holder as it starts: no archive to
+            # copy in before the start. Each exec waits for the holder's ready file.
+            mounts.append(docker.types.Mount(agent_side.HELPERS_DIR, la.helpers_source, type="bind", read_only=True))
+            entrypoint += ["--ready", agent_side.READY_FILE,
+                           *(f"{mode:o}:{path}" for path, mode in la.setup_folders(self.workspace))]
 
         api = la.api
         host_config = api.create_host_config(
@@ -165,12 +175,13 @@ class DockerSandbox(Sandbox):
         tags = labels.run_labels(la.run_id, la.owner, la.created, journey=self.journey_id)
         try:
             created = await la.call(
-                api.create_container, la.image_id or la.image, entrypoint=[agent_side.HOLDER, "hold"],
+                api.create_container, la.image_id or la.image, entrypoint=entrypoint,
                 command=[], name=name, labels=tags, environment=la.environment(),
                 working_dir=self.workspace, host_config=host_config,
             )
             self.container_id = created["Id"]
-            await la.call(api.put_archive, self.container_id, "/", la.setup_tar(self.workspace))
+            if la.helpers_source is None:
+                await la.call(api.put_archive, self.container_id, "/", la.setup_tar(self.workspace))
             await la.call(api.start, self.container_id)
         except docker.errors.DockerException as exc:
             await self.close()
@@ -220,7 +231,8 @@ class DockerSandbox(Sandbox):
         def start() -> str:
             # As root: the runner makes the endpoint's socket with its own umask (0755 as a
             # rule), and the image's user may be anyone. Detached: no stream of ours to keep.
-            exec_id = la.api.exec_create(self.container_id, list(relay.argv), user="0",
+            after = [agent_side.HOLDER, "run", "--after", agent_side.READY_FILE, f"{ready}.run"]
+            exec_id = la.api.exec_create(self.container_id, [*after, *relay.argv], user="0",
                                          stdout=False, stderr=False)["Id"]
             la.api.exec_start(exec_id, detach=True)
             return exec_id
@@ -251,7 +263,7 @@ class DockerSandbox(Sandbox):
             raise LaunchError(f"agent command not found in the container: {argv[0]}")
         pidfile = f"{agent_side.PID_DIR}/{len(self._processes) + 1}.pid"
         try:
-            exec_id, response, sock, pending = await la.call(self._exec_attached, [agent_side.HOLDER, "run", pidfile, *argv])
+            exec_id, response, sock, pending = await la.call(self._exec_attached, [agent_side.HOLDER, "run", "--after", agent_side.READY_FILE, pidfile, *argv])
         except (docker_module().errors.DockerException, TypeError, OSError) as exc:
             raise LaunchError(f"cannot start the agent in its container: {short_error(exc)}") from exc
         proc = DockerAgentProcess(la.api, la.executor, exec_id, response, sock, pending,
@@ -429,14 +441,18 @@ class DockerSandbox(Sandbox):
             return []
         agent = self._current
         mine = {agent.pid, agent.host_pid} - {None}
-        # Frozen, the container's processes can neither fork nor burn the CPU that `ps` needs
-        # (a fork bomb makes an unfrozen listing take seconds), and the list is a true picture.
-        paused = await self._pause(True)
-        try:
-            found = [p for p in await self._list() if p.pid not in mine]
-        finally:
-            if paused:
-                await self._pause(False)
+        # An empty listing is already the whole truth: with nothing of the agent's alive, nothing
+        # can start anything. Otherwise list again frozen: then the container's processes can
+        # neither fork nor burn the CPU that `ps` needs (a fork bomb makes an unfrozen listing
+        # take seconds), and the list is a true picture.
+        found = [p for p in await self._list() if p.pid not in mine]
+        if found:
+            paused = await self._pause(True)
+            try:
+                found = [p for p in await self._list() if p.pid not in mine]
+            finally:
+                if paused:
+                    await self._pause(False)
         if found:
             await self._kill_all_but_holder()
         await agent.aclose()
