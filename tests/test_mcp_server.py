@@ -275,6 +275,42 @@ def test_garbage_and_abrupt_disconnects_do_not_hurt_the_hub(socket_dir):
     asyncio.run(main())
 
 
+def test_requests_sent_just_before_a_half_close_are_still_answered(socket_dir):
+    """An agent that writes its last calls and closes its end at once still gets every answer:
+    the server's input ends only once they are answered (or DRAIN_SECONDS passed)."""
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        *({"jsonrpc": "2.0", "id": 3 + i, "method": "tools/call",
+           "params": {"name": "create_plan", "arguments": {"title": f"t{i}", "description": "d"}}} for i in range(5)),
+    ]
+
+    def client(path: str) -> list[dict]:
+        with socket.socket(socket.AF_UNIX) as raw:
+            raw.connect(path)
+            raw.sendall(b"".join((json.dumps(m) + "\n").encode() for m in messages))
+            raw.shutdown(socket.SHUT_WR)  # all of it at once, then our end is closed
+            raw.settimeout(IO_TIMEOUT)
+            data = b""
+            while chunk := raw.recv(65536):
+                data += chunk
+        return [json.loads(line) for line in data.splitlines()]
+
+    async def main():
+        hub = RondarMcpHub(socket_dir)
+        calls: list[McpCallRecord] = []
+        channel = await hub.open_channel("drain", calls.append)
+        answers = await asyncio.to_thread(client, channel.socket_path)
+        assert sorted(a["id"] for a in answers) == list(range(1, 8)), answers
+        assert all("result" in a for a in answers), answers
+        assert len(calls) == 5
+        await hub.close()
+
+    asyncio.run(main())
+
+
 def test_relay_lifecycle(socket_dir):
     async def main():
         hub = RondarMcpHub(socket_dir)

@@ -402,88 +402,79 @@ class _SocketSession:
     """One accepted socket as one MCP session: newline-delimited JSON-RPC in and out around
     `server.run`, until either side ends. The counterpart of `mcp.server.stdio.stdio_server`.
 
-    Three tasks share it: `_pump_in` (socket -> `protocol.framing` lines -> messages for the
-    server), the server itself, and `_pump_out` (the server's messages -> socket). When the peer
-    half-closes, the requests already read get up to DRAIN_SECONDS to be answered before the
-    session ends (the `mcp` dispatcher cancels in-flight handlers at the end of its input). A
-    line over MAX_LINE_BYTES drops the connection (framing holds none of its bytes meanwhile).
+    The server reads and writes the socket itself, through two small stream objects (the `mcp`
+    package's ReadStream and WriteStream protocols): no task and no memory stream in between,
+    which cost more CPU than the rest of the session. Reading: `protocol.framing` lines become
+    messages; a line that is no JSON-RPC message is answered here as JSON-RPC 2.0 says. When
+    the peer half-closes, the requests already read get up to DRAIN_SECONDS to be answered
+    before the end of input is reported (the `mcp` dispatcher cancels in-flight handlers at the
+    end of its input). A line over MAX_LINE_BYTES drops the connection (framing holds none of
+    its bytes meanwhile). Writing: each message goes out whole, in the order it is sent.
     """
 
     READ_CHUNK = 65536
 
     def __init__(self, server: Any, connection: _Connection, reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter) -> None:
-        import anyio
-        from mcp.shared.message import SessionMessage
-
         self.server = server
         self.connection = connection
         self.reader, self.writer = reader, writer
         self.label = f"channel {connection.channel.name}: connection {connection.number}"
         self.lines = framing.LineBuffer(MAX_LINE_BYTES)
-        self._read_send, self._read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-        self._write_send, self._write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+        self._ready: list[framing.Line | framing.Overlong] = []  # framed, not yet handed over
+        self._eof = False
         self._pending: set[Any] = set()  # ids of requests read but not yet answered
-        self._answered = anyio.Event()  # set (and replaced) at each answer that goes out
-        self._writer_done = anyio.Event()
+        self._answered = asyncio.Event()  # set (and replaced) at each answer that goes out
 
     async def run(self) -> None:
-        import anyio
-
         token = _CURRENT_CONNECTION.set(self.connection)
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._pump_in)
-                tg.start_soon(self._pump_out)
-                await self.server.run(self._read_recv, self._write_send, self.server.create_initialization_options())
-                # The server closed its write stream; let _pump_out put the last answers out.
-                with anyio.move_on_after(DRAIN_SECONDS):
-                    await self._writer_done.wait()
-                tg.cancel_scope.cancel()
+            await self.server.run(_Incoming(self), _Outgoing(self), self.server.create_initialization_options())
         finally:
             _CURRENT_CONNECTION.reset(token)
 
     # --- in ---
 
-    async def _pump_in(self) -> None:
+    async def next_message(self) -> Any:
+        """The next message for the server; raises anyio.EndOfStream at the end of input."""
         import anyio
-
-        try:
-            async with self._read_send:
-                if await self._read_lines():
-                    await self._drain()
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass  # the session ended first
-
-    async def _read_lines(self) -> bool:
-        """Hand every line to the server: True when the peer half-closed, False to drop it now."""
-        while True:
-            try:
-                chunk = await self.reader.read(self.READ_CHUNK)
-            except (ConnectionError, OSError) as exc:
-                logger.debug("%s: read failed (%r)", self.label, exc)
-                return False
-            for item in self.lines.feed(chunk) if chunk else self.lines.finish():
-                if isinstance(item, framing.Overlong):
-                    logger.warning("%s: a line of %d bytes is over the %d-byte bound; dropping the connection",
-                                   self.label, item.size, MAX_LINE_BYTES)
-                    return False
-                await self._take(item.raw)
-            if not chunk:
-                return True
-
-    async def _take(self, line: bytes) -> None:
         import mcp.types as types
         from mcp.shared.message import SessionMessage
 
+        while True:
+            while not self._ready:
+                if self._eof or not await self._read_more():
+                    raise anyio.EndOfStream
+            item = self._ready.pop(0)
+            if isinstance(item, framing.Overlong):
+                logger.warning("%s: a line of %d bytes is over the %d-byte bound; dropping the connection",
+                               self.label, item.size, MAX_LINE_BYTES)
+                self._eof = True
+                raise anyio.EndOfStream
+            try:
+                message = types.jsonrpc_message_adapter.validate_json(item.raw, by_name=False)
+            except Exception as exc:
+                await self._reject(item.raw, exc)
+                continue
+            if isinstance(message, types.JSONRPCRequest):
+                self._pending.add(message.id)
+            return SessionMessage(message)
+
+    async def _read_more(self) -> bool:
+        """Frame one more chunk: False when there is no more input (after the drain)."""
         try:
-            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        except Exception as exc:
-            await self._reject(line, exc)
-            return
-        if isinstance(message, types.JSONRPCRequest):
-            self._pending.add(message.id)
-        await self._read_send.send(SessionMessage(message))
+            chunk = await self.reader.read(self.READ_CHUNK)
+        except (ConnectionError, OSError) as exc:
+            logger.debug("%s: read failed (%r)", self.label, exc)
+            self._eof = True
+            return False
+        self._ready.extend(self.lines.feed(chunk) if chunk else self.lines.finish())
+        if not chunk:
+            self._eof = True
+            if not self._ready:
+                await self._drain()
+            return bool(self._ready)
+        return True
 
     async def _reject(self, line: bytes, exc: Exception) -> None:
         """Answer a line that is no JSON-RPC message as JSON-RPC 2.0 says; never judge it."""
@@ -501,31 +492,29 @@ class _SocketSession:
 
     async def _drain(self) -> None:
         """The peer half-closed: let what it asked for be answered first, for a bounded time."""
-        import anyio
-
-        with anyio.move_on_after(DRAIN_SECONDS):
-            while self._pending:
-                await self._answered.wait()
+        deadline = asyncio.get_running_loop().time() + DRAIN_SECONDS
+        while self._pending:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                return
+            try:
+                await asyncio.wait_for(self._answered.wait(), left)
+            except asyncio.TimeoutError:
+                return
 
     # --- out ---
 
-    async def _pump_out(self) -> None:
-        import anyio
+    async def put_message(self, session_message: Any) -> None:
         import mcp.types as types
 
-        try:
-            async with self._write_recv:
-                async for session_message in self._write_recv:
-                    message = session_message.message
-                    data = message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                    # A failed send is not retried; keep draining so the server never blocks on us.
-                    await self._send(data.encode())
-                    if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-                        self._pending.discard(message.id)
-                        self._answered.set()
-                        self._answered = anyio.Event()
-        finally:
-            self._writer_done.set()
+        message = session_message.message
+        data = message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+        # A failed send is not retried, and never raised: the server must not stop on our account.
+        await self._send(data.encode())
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            self._pending.discard(message.id)
+            self._answered.set()
+            self._answered = asyncio.Event()
 
     async def _send(self, data: bytes) -> bool:
         try:
@@ -535,6 +524,55 @@ class _SocketSession:
         except (ConnectionError, OSError, RuntimeError) as exc:
             logger.debug("%s: the peer stopped reading (%r)", self.label, exc)
             return False
+
+
+class _Incoming:
+    """The session's input as the `mcp` server reads it (its ReadStream protocol)."""
+
+    def __init__(self, session: _SocketSession) -> None:
+        self.session = session
+
+    async def receive(self) -> Any:
+        return await self.session.next_message()
+
+    async def aclose(self) -> None:
+        self.session._eof = True
+
+    def __aiter__(self) -> "_Incoming":
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.session.next_message()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> "_Incoming":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class _Outgoing:
+    """The session's output as the `mcp` server writes it (its WriteStream protocol)."""
+
+    def __init__(self, session: _SocketSession) -> None:
+        self.session = session
+
+    async def send(self, item: Any, /) -> None:
+        await self.session.put_message(item)
+
+    async def aclose(self) -> None:
+        pass  # the socket is closed by whoever accepted it, after the session
+
+    async def __aenter__(self) -> "_Outgoing":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 # --- plain stdio --------------------------------------------------------------------------------
