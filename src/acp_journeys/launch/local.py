@@ -177,8 +177,7 @@ class LocalSandbox(Sandbox):
     def environment(self, tracker_env: dict[str, str]) -> dict[str, str]:
         """The journey's folders first, then --env and --setting (the user's word wins), then
         what the runner sets for this journey (the model stub's address) and the tracker's token."""
-        base = dict(os.environ) if self.launcher.inherit_env else minimal_environment(os.environ)
-        return {**base, **self.journey_env, **self.launcher.env, **self.extra_env, **tracker_env}
+        return {**self.launcher.base_env, **self.journey_env, **self.launcher.env, **self.extra_env, **tracker_env}
 
     @property
     def mcp_socket_path(self) -> str:
@@ -242,8 +241,12 @@ class LocalSandbox(Sandbox):
         tracker = self._current
         if tracker is None:
             return []
-        found = [p for p in await asyncio.to_thread(tracker.processes) if p.pid != self._agent_pid]
-        await asyncio.to_thread(tracker.kill_all)
+        return await asyncio.to_thread(self._leftovers, tracker)
+
+    def _leftovers(self, tracker: Tracker) -> list[ProcInfo]:
+        """List, then kill, in one trip to a thread (each trip costs the loop a wake-up)."""
+        found = [p for p in tracker.processes() if p.pid != self._agent_pid]
+        tracker.kill_all()
         return found
 
     async def close(self) -> None:
@@ -252,8 +255,12 @@ class LocalSandbox(Sandbox):
         if self._closed:
             return
         self._closed = True
+        await asyncio.to_thread(self._release)
+
+    def _release(self) -> None:
+        """Everything close does, in order, in one thread: it kills, unlinks and removes a tree."""
         for tracker in self._trackers:
-            await asyncio.to_thread(tracker.close)
+            tracker.close()
         for path, written in self._written:
             if not path.startswith(str(self.root)):
                 _unlink_if_same(path, written)
@@ -261,7 +268,7 @@ class LocalSandbox(Sandbox):
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # releases the flock, only after our note is gone
             self._lock_fd = None
-        await asyncio.to_thread(remove_tree, self.root)
+        remove_tree(self.root)
         try:
             os.unlink(self._socket)
         except OSError:
@@ -297,6 +304,8 @@ class LocalLauncher(Launcher):
         self.env = {**self.settings, **(env or {})}
         self.isolate_home = isolate_home
         self.inherit_env = inherit_env
+        # Read once a run: os.environ decodes every entry on each pass, for every agent process.
+        self.base_env = dict(os.environ) if inherit_env else minimal_environment(os.environ)
         # Unix socket paths must stay short (about 100 bytes): a short folder under /tmp.
         self.socket_dir = tempfile.mkdtemp(prefix="acpj-", dir="/tmp")
         self._tracking_error: str | None = None
