@@ -121,6 +121,9 @@ class DockerSandbox(Sandbox):
         self._closed = False
         self.extra_env: dict[str, str] = {}  # the class's default is shared: each sandbox gets its own
         self._model: _ModelRelay | None = None
+        self._seen_empty = False
+        """Did the last listing find nothing alive (not even the current agent process)?"""
+        self._engine_listed = False
 
     # --- making it ------------------------------------------------------------------------
 
@@ -270,6 +273,7 @@ class DockerSandbox(Sandbox):
                                   read_pid=lambda: self._read_pid(pidfile), kill_pid=self._kill_pid)
         self._processes.append(proc)
         self._current = proc
+        self._seen_empty = False  # a new agent process: only a listing after its start counts
         # Wait (briefly) for the pid, so that the journey's evidence has it from the start.
         await proc.known_pid(3.0)
         return proc
@@ -393,6 +397,7 @@ class DockerSandbox(Sandbox):
         in-container pid from /proc; elsewhere the holder's own `ps` gives them.
         """
         rows = await self._top()
+        self._engine_listed = rows is not None
         if rows is None:
             return await self._list_with_holder()
         if not rows:
@@ -434,19 +439,23 @@ class DockerSandbox(Sandbox):
     async def agent_processes(self) -> list[ProcInfo]:
         if self.container_id is None or self._current is None:
             return []
-        return await self._list()
+        found = await self._list()
+        # Only the engine's own empty list counts: the holder's `ps` can fail for want of a pid.
+        self._seen_empty = not found and self._engine_listed
+        return found
 
     async def collect_leftovers(self) -> list[ProcInfo]:
         if self.container_id is None or self._current is None:
             return []
         agent = self._current
         mine = {agent.pid, agent.host_pid} - {None}
-        # An empty listing is already the whole truth: with nothing of the agent's alive, nothing
-        # can start anything. Otherwise list again frozen: then the container's processes can
-        # neither fork nor burn the CPU that `ps` needs (a fork bomb makes an unfrozen listing
-        # take seconds), and the list is a true picture.
-        found = [p for p in await self._list() if p.pid not in mine]
-        if found:
+        if self._seen_empty:
+            # The last listing found nothing alive, the agent included: nothing was left that
+            # could start anything since, so there is nothing to freeze and list again.
+            found = []
+        else:
+            # Frozen, the container's processes can neither fork nor burn the CPU that `ps` needs
+            # (a fork bomb makes an unfrozen listing take seconds), and the list is a true picture.
             paused = await self._pause(True)
             try:
                 found = [p for p in await self._list() if p.pid not in mine]
