@@ -23,6 +23,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                              "one of them is a partial verdict (exit 1)")
     verify.add_argument("--expect-sha", metavar="SHA",
                         help="also fail when the result belongs to another commit or agent image")
+    verify.add_argument("--tier", action="append", default=[], choices=("protocol",), dest="tiers",
+                        help="let a tier count for the exit code: with `protocol`, a failed MUST check of "
+                             "the protocol tier (or a file without that tier) fails")
     add_report_options(verify)
 
 
@@ -44,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
     if changed:
         print(f"note: the stored verdicts of {one_line(', '.join(changed))} do not match their evidence; "
               "the verdict above is the one computed from the evidence", file=sys.stderr)
+    if "protocol" in args.tiers:
+        code = _protocol_gate(result, args.path, code)
     if args.expect_sha:
         tested = {result.subject.get("sha"), result.subject.get("image")} - {None}
         if not any(args.expect_sha == t or (len(args.expect_sha) >= 7 and t.startswith(args.expect_sha))
@@ -53,3 +58,18 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_FAIL
     return code
 
+
+
+def _protocol_gate(result, path: str, code: int) -> int:
+    """`verify --tier protocol`: a MUST failure of the tier, re-judged from its evidence, fails."""
+    from acp_journeys.rules.protocol_tier import must_failures
+
+    if result.tiers is None or result.tiers.protocol is None:
+        print(f"acp-journeys: {path} holds no protocol tier: run with --tier protocol", file=sys.stderr)
+        return code if code == EXIT_USAGE else EXIT_FAIL
+    failed = must_failures(result)
+    if failed:
+        print(f"acp-journeys: the protocol tier fails: MUST checks {one_line(', '.join(c.id for c in failed))}",
+              file=sys.stderr)
+        return code if code == EXIT_USAGE else EXIT_FAIL
+    return code
