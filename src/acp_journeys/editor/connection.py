@@ -81,6 +81,7 @@ class AgentConnection:
         self.answered: dict[Any, str] = {}
         """id -> method of our requests answered so far (bounded): a second answer is told apart."""
         self.answered_twice: list[str] = []
+        self.null_id_responses: list[float] = []
         self.stdout_closed = asyncio.Event()
         self.stderr_tail: collections.deque[bytes] = collections.deque()
         self.stderr_size = 0
@@ -195,6 +196,8 @@ class AgentConnection:
 
     def _take_response(self, message: jsonrpc.Response) -> None:
         entry = self.pending.pop(message.id, None) if _hashable(message.id) else None
+        if message.id is None and len(self.null_id_responses) < ANSWERED_TWICE_LIMIT:
+            self.null_id_responses.append(self.clock.now())
         if entry is None and _hashable(message.id) and message.id in self.answered:
             if len(self.answered_twice) < ANSWERED_TWICE_LIMIT:
                 self.answered_twice.append(self.answered[message.id])

@@ -414,6 +414,7 @@ class AgentSession:
         self.evidence.stderr_tail = self.conn.stderr_text()
         self.evidence.stderr_bytes = self.conn.stderr_bytes
         self.evidence.answered_twice = list(self.conn.answered_twice)
+        self.evidence.null_id_responses = list(self.conn.null_id_responses)
 
     # --- requests ----------------------------------------------------------------------------
 

@@ -62,6 +62,8 @@ class ProcessEvidence(_Model):
     """The sessionId that each session/update named, with its count (a few distinct ids kept)."""
     answered_twice: list[str] = Field(default_factory=list)
     """The methods of our requests that got a second response (one entry per extra response)."""
+    null_id_responses: list[float] = Field(default_factory=list)
+    """When a response with no id (or id null) came: an answer to a notification, or to a bad line."""
 
 
 class RequestEvidence(_Model):

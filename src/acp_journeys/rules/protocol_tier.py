@@ -159,10 +159,11 @@ def _cancel_idle_harmless(ev: _Evidence) -> Outcome:
 
 
 def _answers_to_notifications(probe: JourneyEvidence, start: float, end: float | None) -> str:
-    """A response that came between `start` and `end` to no request of ours (one to a notification)."""
-    for warning in probe.protocol_warnings:
-        if warning.kind == "unknown-response" and warning.at >= start and (end is None or warning.at <= end):
-            return warning.message
+    """A response with no id (the answer to a notification) between `start` and `end`."""
+    for process in probe.processes:
+        for at in process.null_id_responses:
+            if at >= start and (end is None or at <= end):
+                return f"a response with no id came {at - start:.2f} s after it"
     return ""
 
 
