@@ -218,7 +218,7 @@ def _blocks(result: RunResult, docs_url: str, baseline: BaselineOutcome | None,
 
     from acp_journeys.output.protocol_tier import markdown_blocks
 
-    blocks += markdown_blocks(result)  # the protocol tier's own section, if it ran
+    blocks += markdown_blocks(result, escape_markdown, _link)  # the protocol tier's own section, if it ran
 
     failed = [j for j in result.journeys if j.verdict != "pass"]
     tails = [(j, p) for j in failed for p in j.evidence.processes if p.stderr_tail.strip()]

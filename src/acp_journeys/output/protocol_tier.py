@@ -11,7 +11,8 @@ It must not know how the tier was run or judged: a result in, text out.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from typing import Any, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from acp_journeys.output.logtext import one_line
 from acp_journeys.rules import protocol_catalog as pc
@@ -89,9 +90,9 @@ def add_junit_suite(root: ET.Element, result: RunResult, clean=lambda s: s) -> N
 # --- Markdown (the job summary) -------------------------------------------------------------
 
 
-def markdown_blocks(result: RunResult) -> list[str]:
-    from acp_journeys.output.markdown import _link, escape_markdown
-
+def markdown_blocks(result: RunResult, escape_markdown: Callable[[str], str],
+                    _link: Callable[[str, str], str]) -> list[str]:
+    """The tier's section of the summary; markdown.py hands in its escaping and its links."""
     tier = _tier(result)
     if tier is None:
         return []
