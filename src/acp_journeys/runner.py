@@ -128,6 +128,9 @@ class Run:
                 else ProtocolTier()
             self.result.tiers = Tiers(protocol=tier)
         self.result = judge_tiers(judge_result(self.result))
+        tier = self.result.tiers.protocol if self.result.tiers else None
+        if tier is not None and not self.config.transcripts and all(c.verdict == "pass" for c in tier.checks):
+            tier.probe_transcript = None  # kept, as a journey's, only where something did not pass
         return self.result
 
     async def _probe(self, limit: asyncio.Semaphore) -> ProtocolTier:
@@ -160,7 +163,7 @@ class Run:
                 finally:
                     await self._cleanup(ctx, channel, sandbox)
                 tier.duration_s = round(time.monotonic() - started, 3)
-                tier.probe_transcript = ctx.transcript if self.config.transcripts else None
+                tier.probe_transcript = ctx.transcript
                 self.progress.say(f"{protocol_catalog.PROBE_ID}: done in {tier.duration_s:.1f}s")
         except asyncio.CancelledError:
             pass  # cancelled while waiting for a slot: the tier's checks of the probe skip
