@@ -287,6 +287,67 @@ def test_a_double_forked_setsid_daemon_is_found_and_killed(image: str) -> None:
     run(with_sandbox(image, body))
 
 
+# Daemons whose command lines read as our own processes': `cat` run under the holder's name, each
+# waiting for ever on a FIFO that nobody writes (named as its last word; the bare holder reads one
+# on stdin). A command line is the agent's to choose: only pids tell ours.
+DISGUISED = """
+import os, subprocess, sys, tempfile
+holder = sys.argv[1]
+for words in ([], ["hold"], ["ps"], ["kill"], ["run"]):
+    folder = tempfile.mkdtemp()
+    fifo = os.path.join(folder, words[-1] if words else "stdin")
+    os.mkfifo(fifo)
+    stdin = os.open(fifo, os.O_RDWR) if not words else subprocess.DEVNULL
+    subprocess.Popen([holder, *words], executable="/bin/cat", cwd=folder, stdin=stdin,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+print('disguised', flush=True)
+"""
+
+
+def test_a_daemon_named_as_our_holder_is_a_leftover(image: str) -> None:
+    async def body(sb: DockerSandbox, launcher: DockerLauncher) -> None:
+        proc = await sb.start_agent([*py(DISGUISED), agent_side.HOLDER])
+        assert await read_bytes(proc.read_stdout, 10) == b"disguised\n"
+        assert await proc.wait(10) == 0
+        expected = sorted([(agent_side.HOLDER,), (agent_side.HOLDER, "hold"), (agent_side.HOLDER, "ps"),
+                           (agent_side.HOLDER, "kill"), (agent_side.HOLDER, "run")])
+        # The holder's own `ps` (as off the engine's host) sees them too, and not itself or PID 1.
+        assert sorted(p.cmdline for p in await sb._list_with_holder()) == expected
+        leftovers = await sb.collect_leftovers()
+        assert sorted(p.cmdline for p in leftovers) == expected, leftovers
+        assert all(p.pid > 1 for p in leftovers)
+        assert await sb.agent_processes() == []
+
+    run(with_sandbox(image, body))
+
+
+def test_a_helper_exec_of_ours_is_never_listed_while_it_runs(image: str) -> None:
+    """`holder kill` of an agent that ignores SIGTERM runs for its whole grace: a listing meanwhile
+    knows the helper by its exec's host pid and lists only the agent."""
+    async def body(sb: DockerSandbox, _: DockerLauncher) -> None:
+        code = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('deaf', flush=True)\ntime.sleep(60)"
+        proc = await sb.start_agent(py(code))
+        assert await read_bytes(proc.read_stdout, 5) == b"deaf\n"
+        kill = asyncio.ensure_future(sb._helper(["kill", "1500", str(proc.pid)]))
+        try:
+            deadline = time.monotonic() + 1.0
+            while not sb._helper_execs and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            assert sb._helper_execs, "the helper did not start"
+            listed = []
+            grace_ends = time.monotonic() + 1.2  # before the SIGKILL (the agent is then a zombie a while)
+            while time.monotonic() < grace_ends:
+                listed.append([p.cmdline for p in await sb.agent_processes()])
+            assert sb._helper_execs, "the helper ended before its grace"
+            assert listed and all(seen == [tuple(py(code))] for seen in listed), [s for s in listed if s != [tuple(py(code))]]
+        finally:
+            assert (await kill)[0] == 0
+        assert await proc.wait(5) is not None  # SIGKILLed after the grace
+        assert await sb.collect_leftovers() == []
+
+    run(with_sandbox(image, body))
+
+
 def test_the_mcp_relay_reaches_the_runner_and_counts_as_a_leftover(image: str) -> None:
     async def body(sb: DockerSandbox, _: DockerLauncher) -> None:
         async def upper(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

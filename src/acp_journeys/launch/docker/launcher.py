@@ -4,7 +4,8 @@ Rules of this module:
 - The container's PID 1 is our static holder (copied in with put_archive before the start), so
   a process the agent leaves is re-parented to it and stays visible until we record and kill it.
   After an agent process ends, every process in the container but the holder and our own helper
-  execs is a leftover: that includes the MCP relay the agent started.
+  execs is a leftover: that includes the MCP relay the agent started. Ours are known by pid
+  (sandbox.py), never by a command line, which the agent can copy.
 - No network (network mode "none") unless `network`, and then a bridge network of the run's own
   with no traffic between containers; a pids limit, a memory limit (swap included), a CPU limit,
   no capabilities and no-new-privileges on every container.
