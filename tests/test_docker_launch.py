@@ -407,6 +407,55 @@ def test_a_memory_hog_is_held_by_the_memory_limit(image: str) -> None:
     run(with_sandbox(image, body, memory="128m"))
 
 
+NOFILE_PROBE = """
+import resource, subprocess, sys
+print(*resource.getrlimit(resource.RLIMIT_NOFILE))
+try:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    print('raised')
+except (ValueError, OSError):
+    print('kept')
+print(subprocess.run(['sh', '-c', 'ulimit -n'], capture_output=True, text=True).stdout.strip())
+"""
+
+
+def test_open_files_are_limited_and_the_disk_where_the_engine_can(image: str, engine: Any) -> None:
+    async def body(sb: DockerSandbox, launcher: DockerLauncher) -> None:
+        proc = await sb.start_agent(py(NOFILE_PROBE))
+        limits, raised, child = (await read_all(proc.read_stdout)).decode().splitlines()
+        # Ours, whatever the engine's default (20,000 here, often 1,048,576), and the agent's
+        # processes cannot raise it (no CAP_SYS_RESOURCE), nor their children.
+        assert limits.split() == ["1000", "1000"] and raised == "kept" and child == "1000"
+        assert launcher.describe()["nofile"] == 1000
+        host_config = engine.api.inspect_container(sb.container_id)["HostConfig"]
+        facts = launcher.describe()
+        info = engine.api.info()
+        status = dict(info.get("DriverStatus") or [])
+        if info["Driver"] == "overlay2" and status.get("Backing Filesystem") != "xfs":
+            assert facts["disk"] is None and "overlay2 on " in facts["disk_note"], facts
+            assert not host_config.get("StorageOpt")
+            # An engine asked anyway (as for a driver whose status tells nothing) refuses: no bound,
+            # the engine's reason, and the run goes on.
+            bound, note = await launcher._disk_bound(docker, {"Driver": "overlay2",
+                                                             "DriverStatus": [["Backing Filesystem", "xfs"]]})
+            assert bound is None and "refused a size" in note, note
+        elif facts["disk"] is not None:
+            assert host_config["StorageOpt"] == {"size": facts["disk"]}
+        else:
+            assert facts["disk_note"] and not host_config.get("StorageOpt")
+
+    run(with_sandbox(image, body, nofile=1000))
+
+
+def test_the_default_open_files_limit_is_at_most_65536(image: str) -> None:
+    async def body(sb: DockerSandbox, launcher: DockerLauncher) -> None:
+        proc = await sb.start_agent(py(NOFILE_PROBE))
+        soft, hard = map(int, (await read_all(proc.read_stdout)).decode().split()[:2])
+        assert soft == hard <= 65536 and launcher.describe()["nofile"] == 65536
+
+    run(with_sandbox(image, body))
+
+
 NET_PROBE = """
 import socket, sys
 names = sorted(line.split(':')[0].strip() for line in open('/proc/net/dev').read().splitlines()[2:])

@@ -90,6 +90,8 @@ class ContainerHost(Protocol):
     pids_limit: int
     memory_bytes: int
     cpus: float
+    nofile: int
+    disk_bound: str | None
     volume_root: str
     shared: tuple[str, str, str]
     helpers_source: str | None
@@ -178,6 +180,7 @@ class DockerSandbox(Sandbox):
             mem_limit=la.memory_bytes,
             memswap_limit=la.memory_bytes,  # the same number: no swap on top of the limit
             nano_cpus=int(la.cpus * 1e9),
+            storage_opt={"size": la.disk_bound} if la.disk_bound else None,
             security_opt=["no-new-privileges"],
             # No capability at all: an agent needs none to read, write its own files, run tools
             # and listen on a high port, and without them it cannot mknod, chown, or override
@@ -247,7 +250,7 @@ class DockerSandbox(Sandbox):
         def start() -> str:
             # As root: the runner makes the endpoint's socket with its own umask (0755 as a
             # rule), and the image's user may be anyone. Detached: no stream of ours to keep.
-            after = [agent_side.HOLDER, "run", "--after", agent_side.READY_FILE, f"{ready}.run"]
+            after = [*self._holder_run(), f"{ready}.run"]
             exec_id = la.api.exec_create(self.container_id, [*after, *relay.argv], user="0",
                                          stdout=False, stderr=False)["Id"]
             la.api.exec_start(exec_id, detach=True)
@@ -279,7 +282,7 @@ class DockerSandbox(Sandbox):
             raise LaunchError(f"agent command not found in the container: {argv[0]}")
         pidfile = f"{agent_side.PID_DIR}/{len(self._processes) + 1}.pid"
         try:
-            exec_id, response, sock, pending = await la.call(self._exec_attached, [agent_side.HOLDER, "run", "--after", agent_side.READY_FILE, pidfile, *argv])
+            exec_id, response, sock, pending = await la.call(self._exec_attached, [*self._holder_run(), pidfile, *argv])
         except (docker_module().errors.DockerException, TypeError, OSError) as exc:
             raise LaunchError(f"cannot start the agent in its container: {short_error(exc)}") from exc
         proc = DockerAgentProcess(la.api, la.executor, exec_id, response, sock, pending,
@@ -290,6 +293,11 @@ class DockerSandbox(Sandbox):
         # Wait (briefly) for the pid, so that the journey's evidence has it from the start.
         await proc.known_pid(3.0)
         return proc
+
+    def _holder_run(self) -> list[str]:
+        """`holder run` up to its PIDFILE: after the ready file, with the open-files limit. That
+        limit is set by the holder, not the engine (whose ulimit cannot go above its own)."""
+        return [agent_side.HOLDER, "run", "--after", agent_side.READY_FILE, "--nofile", str(self.launcher.nofile)]
 
     def _exec_attached(self, cmd: list[str]) -> tuple[str, Any, Any, bytes]:
         """exec_create + a hijacked exec_start; the socket comes back non-blocking."""
