@@ -456,6 +456,40 @@ def test_the_default_open_files_limit_is_at_most_65536(image: str) -> None:
     run(with_sandbox(image, body))
 
 
+ENVIRON_PROBE = """
+import os
+seen = set()
+for name in os.listdir('/proc'):
+    if name.isdigit():
+        try:
+            seen |= set(open(f'/proc/{name}/environ', 'rb').read().split(b'\\0'))
+        except OSError:
+            pass
+print(os.getppid(), len(seen))
+print('\\n'.join(sorted(e.decode('utf-8', 'replace') for e in seen if e)))
+"""
+
+
+def test_the_runners_environment_is_out_of_the_agents_reach(image: str, engine: Any) -> None:
+    """Unlike local mode (test_local_isolation), no process of the runner is in the container's
+    pid namespace: no /proc/<pid>/environ there holds the runner's environment."""
+    ours = {e.decode() for e in Path("/proc/self/environ").read_bytes().split(b"\0") if e}
+    marker = f"ACPJ_PROBE_{uuid.uuid4().hex[:8]}"
+
+    async def body(sb: DockerSandbox, _: DockerLauncher) -> None:
+        proc = await sb.start_agent(py(ENVIRON_PROBE))
+        first, *entries = (await read_all(proc.read_stdout)).decode().splitlines()
+        assert first.split()[0] == "0"  # the exec's parent is outside the namespace
+        assert f"{marker}=1" in entries  # the agent's own, given with env: the probe sees what there is
+        # Of the runner's own environment, only what the image's own happens to share (or HOME,
+        # which the engine sets).
+        shared = {e for e in entries if e in ours} - image_env
+        assert {e.split("=", 1)[0] for e in shared} <= {"HOME"}, shared
+
+    image_env = set(engine.api.inspect_image(image)["Config"].get("Env") or [])
+    run(with_sandbox(image, body, env={marker: "1"}))
+
+
 NET_PROBE = """
 import socket, sys
 names = sorted(line.split(':')[0].strip() for line in open('/proc/net/dev').read().splitlines()[2:])
