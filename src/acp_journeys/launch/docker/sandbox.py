@@ -381,6 +381,7 @@ class DockerSandbox(Sandbox):
             found: set[int] = set()
             deadline = time.monotonic() + HELPER_PID_WAIT_S
             for exec_id in list(self._helper_execs):
+                pid = 0
                 while True:
                     try:
                         pid = api.exec_inspect(exec_id).get("Pid") or 0
