@@ -184,7 +184,8 @@ class Run:
                 ctx.evidence.runner_error = ctx.evidence.runner_error or f"cleanup failed: {exc}"
 
     def _judged(self, journey, evidence, transcript, seconds: float) -> JourneyResult:
-        judgement = judge_journey(evidence, strict=self.config.strict, docs_url=self.config.docs_url)
+        judgement = judge_journey(evidence, strict=self.config.strict, docs_url=self.config.docs_url,
+                                  timeout_scale=self.config.bounds.scale)
         keep = transcript is not None and (self.config.transcripts or judgement.verdict != "pass")
         result = JourneyResult(
             id=journey.id, title=journey.title, doc=catalog.doc_link(journey.anchor, self.config.docs_url),

@@ -1,7 +1,16 @@
 """The verdict table and the progress lines, for a terminal and for a plain CI log alike.
 
 Every field read from a result (ids, messages, details, links) is printed through
-`logtext.one_line`: no line break or control character of the agent's reaches the log.
+`logtext.one_line`: no line break or control character of the agent's reaches the log. The
+agent's own stderr lines are shown only behind a `| ` mark of ours, so none can start a line
+(a workflow command such as `::error::`) or pass for a line of ours.
+
+Layout of the table: the journeys, the verdict line, then `SECTIONS` in order, each a function
+of the result that gives its lines (or none). The failures section says a cause shared by
+several journeys once (`7 journeys: the agent exited with code 1 before it answered
+initialize`), then the rest per journey, each failure with the link to its own `#failure-ID`
+paragraph and its step beside it, the agent's stderr tail and, for an early exit, one hint about
+the environment the agent got.
 
 It must not know the launcher or the editor: a result (or progress lines) in, text out.
 """
@@ -9,11 +18,18 @@ It must not know the launcher or the editor: a result (or progress lines) in, te
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TextIO
 
 from acp_journeys.output.logtext import one_line
 from acp_journeys.output.redact import Redactor
-from acp_journeys.rules.evidence import JourneyResult, RunResult
+from acp_journeys.rules import catalog
+from acp_journeys.rules.evidence import JourneyResult, ProcessEvidence, RunResult
+
+STDERR_LINES = 5
+"""How many of the last lines of the agent's stderr the failures section shows."""
+STDERR_LINE_CHARS = 300
 
 SYMBOL = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}
 
@@ -33,12 +49,32 @@ class Progress:
             text = self.redactor.redact(text)
         print(f"acp-journeys: {one_line(text)}", file=self.stream, flush=True)
 
+    def waiting(self, waits: Sequence[Wait]) -> None:
+        """The heartbeat: which journeys wait on what, for how long, against which bound."""
+        if waits:
+            self.say("waiting: " + "; ".join(w.describe() for w in waits))
+
     def started(self, journey_id: str) -> None:
         self.say(f"{journey_id}: started")
 
     def finished(self, result: JourneyResult) -> None:
         ids = ", ".join(f.id for f in result.failures)
         self.say(f"{result.id}: {result.verdict} in {result.duration_s:.1f}s" + (f" ({ids})" if ids else ""))
+
+
+@dataclass(frozen=True)
+class Wait:
+    """One wait of a running journey, as the heartbeat shows it."""
+
+    journey: str
+    what: str
+    """What it waits on, in our words (`turn reply (session/prompt)`, `initialize`)."""
+    waited_s: float
+    bound_s: float | None = None
+
+    def describe(self) -> str:
+        bound = f" of its {self.bound_s:.0f} s bound" if self.bound_s else ""
+        return f"{self.journey} on {self.what}, {self.waited_s:.0f} s{bound}"
 
 
 def table(result: RunResult) -> str:
@@ -51,13 +87,172 @@ def table(result: RunResult) -> str:
     total = len(result.journeys)
     partial = " (partial: the run was stopped)" if result.partial else ""
     lines.append(f"verdict: {result.verdict.upper()}: {result.passed} of {total} journeys passed{partial}")
-    details = []
-    for j in result.journeys:
-        for f in j.failures:
-            details.append(one_line(f"- {j.id}: {f.id}: {f.message}"))
-            if f.detail:
-                details.append(f"    {one_line(f.detail)}")
-            details.append(f"    see {one_line(f.doc)}")
-    if details:
-        lines += ["", "failures:"] + details
+    for section in SECTIONS:
+        more = section(result)
+        if more:
+            lines += [""] + more
     return "\n".join(lines)
+
+
+# --- the failures section -------------------------------------------------------------------------
+
+@dataclass
+class _Group:
+    """What several journeys have in common: one cause (or one failure id and message)."""
+
+    headline: str
+    journeys: list[str] = field(default_factory=list)
+    failure_ids: list[str] = field(default_factory=list)
+    details: list[tuple[str, str]] = field(default_factory=list)
+    """(journey id, detail) of each journey it hit."""
+    early_exit: bool = False
+
+
+@dataclass(frozen=True)
+class _Cause:
+    headline: str
+    explains: frozenset[str]
+    """The failure ids of the journey that this cause says all there is to say about."""
+    early_exit: bool = False
+
+
+def journey_cause(j: JourneyResult) -> _Cause | None:
+    """What stopped a journey before its checks could say much, read from its evidence: the
+    agent could not start, exited before it answered initialize, gave initialize no answer, or
+    exited during a request or a turn. None when its failures say it themselves."""
+    ids = {f.id for f in j.failures}
+    for p in j.evidence.processes:
+        if p.start_error:
+            return _Cause(f"the agent could not start ({p.start_error})", frozenset({"agent-exited"}), True)
+        if p.initialize_raw is None and p.initialize_sent_at is not None:
+            if p.initialize_timed_out:
+                bound = f" within {p.initialize_bound_s:g} s" if p.initialize_bound_s else ""
+                return _Cause(f"the agent did not answer initialize{bound}",
+                              frozenset({"initialize-protocol-version", "timeout"}))
+            return _Cause(f"the agent exited with code {p.exit_code} before it answered initialize",
+                          frozenset({"initialize-protocol-version", "agent-exited"}), True)
+        if p.exited_before_stdin_close and "agent-exited" in ids:
+            during = _exited_during(j, p)
+            return _Cause(f"the agent exited with code {p.exit_code} {during}", frozenset({"agent-exited"}),
+                          early_exit=during.startswith("before"))
+    return None
+
+
+def _exited_during(j: JourneyResult, p: ProcessEvidence) -> str:
+    turns = [t for t in j.evidence.turns if t.process == p.index]
+    if any(t.agent_exited for t in turns):
+        return "during a turn"
+    requests = [r.method for r in j.evidence.requests if r.process == p.index and r.agent_exited]
+    if requests:
+        return f"during {requests[0]}"
+    return "before its input was closed" if turns else "before its first turn"
+
+
+def _groups(result: RunResult) -> list[_Group]:
+    groups: dict[tuple[str, ...], _Group] = {}
+    for j in result.journeys:
+        if j.verdict == "pass":
+            continue
+        cause = journey_cause(j)
+        if cause is not None:
+            group = groups.setdefault(("cause", cause.headline), _Group(cause.headline, early_exit=cause.early_exit))
+            group.journeys.append(j.id)
+            for f in j.failures:
+                if f.id in cause.explains and f.id not in group.failure_ids:
+                    group.failure_ids.append(f.id)
+        for f in j.failures:
+            if cause is not None and f.id in cause.explains:
+                continue
+            group = groups.setdefault(("failure", f.id, f.message), _Group(f"{f.id}: {f.message}", failure_ids=[f.id]))
+            group.journeys.append(j.id)
+            if f.detail:
+                group.details.append((j.id, f.detail))
+    return list(groups.values())
+
+
+def _who(journeys: Sequence[str], total: int) -> str:
+    if len(journeys) == 1:
+        return journeys[0]
+    if len(journeys) == total:
+        return f"{len(journeys)} journeys"
+    return f"{len(journeys)} journeys ({', '.join(journeys)})"
+
+
+def fix_links(failure_id: str, journey_id: str, docs_url: str) -> str:
+    """`fix ID: DOCS#failure-ID (step: DOCS#step-N)`: the id's own paragraph, the step beside it."""
+    fix = catalog.fix_anchor(failure_id)
+    step = catalog.anchor_for(failure_id, journey_id) if failure_id in catalog.FAILURES and \
+        journey_id in catalog.JOURNEYS_BY_ID else None
+    if fix is None:
+        return f"fix {failure_id}: {catalog.doc_link('failure-ids', docs_url)} (an id this version does not know)"
+    links = catalog.doc_link(fix, docs_url)
+    if step is not None and step != fix:
+        links += f" (step: {catalog.doc_link(step, docs_url)})"
+    return f"fix {failure_id}: {links}"
+
+
+def stderr_tail_lines(p: ProcessEvidence, limit: int = STDERR_LINES) -> list[str]:
+    """The last non-blank lines of an agent process's stderr (masked in the result already), each
+    one line of text, clipped."""
+    text = p.stderr_tail.replace("\r\n", "\n").replace("\r", "\n")
+    lines = [line for line in text.split("\n") if line.strip()][-limit:]
+    return [one_line(line if len(line) <= STDERR_LINE_CHARS else line[:STDERR_LINE_CHARS] + "…") for line in lines]
+
+
+def _stderr_block(j: JourneyResult) -> tuple[str, list[str]] | None:
+    """The latest process of a journey that wrote to stderr, and its last lines."""
+    for p in reversed(j.evidence.processes):
+        lines = stderr_tail_lines(p)
+        if lines:
+            last = f", last {len(lines)} lines" if len(lines) > 1 else ""
+            label = f"the agent's stderr (process {p.index + 1} of {j.id}{last}):"
+            return label, lines
+    return None
+
+
+def _environment_hint(result: RunResult) -> str | None:
+    kind = result.launch.get("kind")
+    if kind == "docker":
+        return ("hint: the container gets only the variables that you give: --env NAME (a secret, its value "
+                "masked) or --setting NAME=VALUE (no secret)")
+    if result.launch.get("environment") == "inherited":
+        return None
+    return ("hint: in local mode the agent gets a minimal environment (PATH, HOME, USER, the locale, TERM): "
+            "pass a variable with --env NAME (a secret) or --setting NAME=VALUE, or all of yours with --inherit-env")
+
+
+def failures_section(result: RunResult) -> list[str]:
+    groups = _groups(result)
+    if not groups:
+        return []
+    by_id = {j.id: j for j in result.journeys}
+    total = len(result.journeys)
+    lines = ["failures:"]
+    shown_tails: set[str] = set()
+    early = False
+    for group in groups:
+        lines.append(one_line(f"- {_who(group.journeys, total)}: {group.headline}"))
+        for jid, detail in group.details:
+            lines.append("    " + one_line(detail if len(group.journeys) == 1 else f"{jid}: {detail}"))
+        for fid in group.failure_ids:
+            lines.append("    " + one_line(fix_links(fid, group.journeys[0], result.docs_url)))
+        for jid in group.journeys:
+            block = _stderr_block(by_id[jid])
+            if block is None or "\n".join(block[1]) in shown_tails:
+                continue
+            shown_tails.add("\n".join(block[1]))
+            if len(block[1]) == 1:
+                lines.append("    " + one_line(block[0]) + f" | {block[1][0]}")
+            else:
+                lines.append("    " + one_line(block[0]))
+                lines += [f"    | {line}" for line in block[1]]
+            break  # one tail a group: the others are in result.json and the HTML report
+        early = early or group.early_exit
+    hint = _environment_hint(result) if early else None
+    if hint:
+        lines.append(hint)
+    return lines
+
+
+SECTIONS: list[Callable[[RunResult], list[str]]] = [failures_section]
+"""The parts of the table after the verdict line, in order: each gives its lines, or none."""
