@@ -17,6 +17,7 @@ It must not know the launcher or the editor: a result (or progress lines) in, te
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,24 +36,54 @@ SYMBOL = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}
 
 
 class Progress:
-    """One line per event on stderr: readable with no terminal, no colour codes, no rewriting."""
+    """One line per event on stderr: readable with no terminal, no colour codes, no rewriting.
 
-    def __init__(self, stream: TextIO | None = None, redactor: Redactor | None = None, quiet: bool = False) -> None:
+    On a terminal the heartbeat is one live status line instead, rewritten in place and cleared
+    before any other line; in a log it is a line of its own. `quiet`: nothing at all."""
+
+    def __init__(self, stream: TextIO | None = None, redactor: Redactor | None = None, quiet: bool = False,
+                 live: bool | None = None) -> None:
         self.stream = stream or sys.stderr
         self.redactor = redactor
         self.quiet = quiet
+        if live is None:
+            try:
+                live = self.stream.isatty()
+            except (AttributeError, ValueError):
+                live = False
+        self.live = live and not quiet
+        self._status = False
 
     def say(self, text: str) -> None:
         if self.quiet:
             return
         if self.redactor:
             text = self.redactor.redact(text)
+        self.end_status()
         print(f"acp-journeys: {one_line(text)}", file=self.stream, flush=True)
+
+    def end_status(self) -> None:
+        """Clear the live status line, if one is shown."""
+        if self._status:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self._status = False
 
     def waiting(self, waits: Sequence[Wait]) -> None:
         """The heartbeat: which journeys wait on what, for how long, against which bound."""
-        if waits:
-            self.say("waiting: " + "; ".join(w.describe() for w in waits))
+        if not waits or self.quiet:
+            return
+        text = "waiting: " + "; ".join(w.describe() for w in waits)
+        if not self.live:
+            self.say(text)
+            return
+        if self.redactor:
+            text = self.redactor.redact(text)
+        width = shutil.get_terminal_size((100, 20)).columns - 1
+        line = one_line(f"acp-journeys: {text}")
+        self.stream.write("\r\x1b[K" + (line if len(line) <= width else line[: width - 1] + "…"))
+        self.stream.flush()
+        self._status = True
 
     def started(self, journey_id: str) -> None:
         self.say(f"{journey_id}: started")
@@ -73,8 +104,9 @@ class Wait:
     bound_s: float | None = None
 
     def describe(self) -> str:
-        bound = f" of its {self.bound_s:.0f} s bound" if self.bound_s else ""
-        return f"{self.journey} on {self.what}, {self.waited_s:.0f} s{bound}"
+        if not self.bound_s:
+            return f"{self.journey}: {self.what}, {self.waited_s:.0f} s into the journey"
+        return f"{self.journey} on {self.what}, {self.waited_s:.0f} s of its {self.bound_s:g} s bound"
 
 
 def table(result: RunResult) -> str:
