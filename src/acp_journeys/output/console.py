@@ -247,7 +247,7 @@ def _environment_hint(result: RunResult) -> str | None:
     if kind == "docker":
         return ("hint: the container gets only the variables that you give: --env NAME (a secret, its value "
                 "masked) or --setting NAME=VALUE (no secret)")
-    if result.launch.get("environment") == "inherited":
+    if kind != "local" or result.launch.get("environment") == "inherited":
         return None
     return ("hint: in local mode the agent gets a minimal environment (PATH, HOME, USER, the locale, TERM): "
             "pass a variable with --env NAME (a secret) or --setting NAME=VALUE, or all of yours with --inherit-env")
