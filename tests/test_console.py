@@ -26,7 +26,7 @@ from acp_journeys.cli.common import UsageError
 from acp_journeys.cli.run import HEARTBEAT_ENV, plan_run
 from acp_journeys.output import console
 from acp_journeys.rules import catalog
-from acp_journeys.rules.evidence import ProcessEvidence
+from acp_journeys.rules.evidence import ProcessEvidence, TurnEvidence
 
 FATAL = "fatal: ZOO_MODEL_KEY is not set; export it or pass --model-key"
 HEADLINE = "- 7 journeys: the agent exited with code 1 before it answered initialize"
@@ -203,3 +203,24 @@ def test_a_hit_bound_names_itself_and_the_timeout_scale(tmp_path: Path) -> None:
     assert outcome.code == 1
     assert ("    turn reply: session/prompt got no answer within 18 s (180 s × --timeout-scale 0.1); raise "
             "--timeout-scale if your model is slow") in outcome.stdout.splitlines(), outcome.stdout
+
+
+def test_the_hint_fits_where_the_agent_ran() -> None:
+    crashed = [_crashed("turn-to-end", 1, "fatal\n")]
+    local = console.failures_section(run(crashed, launch={"kind": "local", "environment": "minimal"}))
+    [hint] = [line for line in local if line.startswith("hint:")]
+    assert "--inherit-env" in hint and "--env NAME" in hint and "--setting NAME=VALUE" in hint
+    docker = console.failures_section(run(crashed, launch={"kind": "docker", "image": "x"}))
+    [hint] = [line for line in docker if line.startswith("hint:")]
+    assert "container" in hint and "--inherit-env" not in hint and "--env NAME" in hint
+    for launch in ({"kind": "local", "environment": "inherited"}, {}):
+        assert not [line for line in console.failures_section(run(crashed, launch=launch))
+                    if line.startswith("hint:")]
+    # A crash in the middle of a turn is no missing variable: no hint.
+    late = _crashed("turn-to-end", 3)
+    late.evidence.processes[0].initialize_raw = '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}'
+    late.failures = [failure("agent-exited", "turn-to-end", "the agent ended during turn reply")]
+    late.evidence.turns = [TurnEvidence(name="reply", process=0, prompt_text="p", sent_at=0.5, agent_exited=True)]
+    lines = console.failures_section(run([late], launch={"kind": "local", "environment": "minimal"}))
+    assert lines[1] == "- turn-to-end: the agent exited with code 3 during a turn"
+    assert not [line for line in lines if line.startswith("hint:")]

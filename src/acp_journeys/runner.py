@@ -187,7 +187,9 @@ class Run:
             ctx.evidence.interrupted = True
             ctx.stop_early("the run was stopped")
         except asyncio.TimeoutError:
-            ctx.stop_early("the journey ran over its overall bound")
+            bound = journey_bound(self.config.bounds)
+            ctx.stop_early(f"the journey ran over its overall bound of {bound:.0f} s (--timeout-scale "
+                           f"{self.config.bounds.scale:g}); raise --timeout-scale if your model is slow")
         except Exception as exc:  # our bug, not the agent's: verdict `error`, and the run goes on
             ctx.evidence.runner_error = f"{type(exc).__name__}: {exc}\n" + traceback.format_exc(limit=8)
         finally:

@@ -415,7 +415,9 @@ def _check_stop(e: JourneyEvidence, f: _Findings) -> None:
                                          "command ran")
         return
     if t.cancel_trigger == "bound":
-        f.add("sleep-never-started", "cancelled at the turn's bound")
+        waited = t.cancel_sent_at - t.sent_at
+        f.add("sleep-never-started", f"cancelled at the turn's bound, after {waited:.0f} s (--timeout-scale "
+                                     f"{f.timeout_scale:g}); raise --timeout-scale if your model is slow")
     elif t.cancel_trigger == "tool_call":
         f.warnings.append(f"session/cancel went out at {t.cancel_sent_at:.1f}s on a tool call about the sleep "
                           "reported in_progress: no `sleep 120` process was seen among the agent's processes")
