@@ -210,17 +210,23 @@ def _who(journeys: Sequence[str], total: int) -> str:
     return f"{len(journeys)} journeys ({', '.join(journeys)})"
 
 
-def fix_links(failure_id: str, journey_id: str, docs_url: str) -> str:
-    """`fix ID: DOCS#failure-ID (step: DOCS#step-N)`: the id's own paragraph, the step beside it."""
-    fix = catalog.fix_anchor(failure_id)
-    step = catalog.anchor_for(failure_id, journey_id) if failure_id in catalog.FAILURES and \
-        journey_id in catalog.JOURNEYS_BY_ID else None
-    if fix is None:
-        return f"fix {failure_id}: {catalog.doc_link('failure-ids', docs_url)} (an id this version does not know)"
-    links = catalog.doc_link(fix, docs_url)
-    if step is not None and step != fix:
-        links += f" (step: {catalog.doc_link(step, docs_url)})"
-    return f"fix {failure_id}: {links}"
+def fix_links(failure_ids: Sequence[str], journey_id: str, docs_url: str) -> str:
+    """`how to fix: DOCS#failure-A, DOCS#failure-B (step: DOCS#step-N)`: each id's own paragraph,
+    the step beside them (once, when they share it)."""
+    pairs = []
+    for failure_id in failure_ids:
+        fix = catalog.fix_anchor(failure_id)
+        if fix is None:  # an id of another version: the list of every id
+            pairs.append((catalog.doc_link("failure-ids", docs_url), None))
+            continue
+        step = catalog.anchor_for(failure_id, journey_id) if journey_id in catalog.JOURNEYS_BY_ID else None
+        pairs.append((catalog.doc_link(fix, docs_url), catalog.doc_link(step, docs_url) if step and step != fix
+                      else None))
+    steps = {step for _, step in pairs}
+    if len(steps) == 1:
+        [step] = steps
+        return "how to fix: " + ", ".join(fix for fix, _ in pairs) + (f" (step: {step})" if step else "")
+    return "how to fix: " + ", ".join(fix + (f" (step: {step})" if step else "") for fix, step in pairs)
 
 
 def stderr_tail_lines(p: ProcessEvidence, limit: int = STDERR_LINES) -> list[str]:
@@ -266,8 +272,8 @@ def failures_section(result: RunResult) -> list[str]:
         lines.append(one_line(f"- {_who(group.journeys, total)}: {group.headline}"))
         for jid, detail in group.details:
             lines.append("    " + one_line(detail if len(group.journeys) == 1 else f"{jid}: {detail}"))
-        for fid in group.failure_ids:
-            lines.append("    " + one_line(fix_links(fid, group.journeys[0], result.docs_url)))
+        if group.failure_ids:
+            lines.append("    " + one_line(fix_links(group.failure_ids, group.journeys[0], result.docs_url)))
         for jid in group.journeys:
             block = _stderr_block(by_id[jid])
             if block is None or "\n".join(block[1]) in shown_tails:
