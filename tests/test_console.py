@@ -229,3 +229,13 @@ def test_the_hint_fits_where_the_agent_ran() -> None:
     lines = console.failures_section(run([late], launch={"kind": "local", "environment": "minimal"}))
     assert lines[1] == "- turn-to-end: the agent exited with code 3 during a turn"
     assert not [line for line in lines if line.startswith("hint:")]
+
+
+def test_a_silent_initialize_names_its_bound_and_the_timeout_scale() -> None:
+    j = journey("turn-to-end", "fail", [failure("initialize-protocol-version", "turn-to-end", "no answer")])
+    j.evidence.processes[0] = ProcessEvidence(index=0, argv=["a"], started_at=0.0, initialize_sent_at=0.1,
+                                              initialize_timed_out=True, initialize_bound_s=12.0)
+    lines = console.failures_section(run([j], timeout_scale=0.2))
+    assert lines[1] == ("- turn-to-end: the agent did not answer initialize within 12 s (60 s × --timeout-scale "
+                        "0.2); raise --timeout-scale if your model is slow")
+    assert not [line for line in lines if line.startswith("hint:")]  # it did not exit

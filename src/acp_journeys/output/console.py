@@ -27,6 +27,7 @@ from acp_journeys.output.logtext import one_line
 from acp_journeys.output.redact import Redactor
 from acp_journeys.rules import catalog
 from acp_journeys.rules.evidence import JourneyResult, ProcessEvidence, RunResult
+from acp_journeys.rules.judge import bound_text
 
 STDERR_LINES = 5
 """How many of the last lines of the agent's stderr the failures section shows."""
@@ -148,7 +149,7 @@ class _Cause:
     early_exit: bool = False
 
 
-def journey_cause(j: JourneyResult) -> _Cause | None:
+def journey_cause(j: JourneyResult, timeout_scale: float = 1.0) -> _Cause | None:
     """What stopped a journey before its checks could say much, read from its evidence: the
     agent could not start, exited before it answered initialize, gave initialize no answer, or
     exited during a request or a turn. None when its failures say it themselves."""
@@ -158,8 +159,8 @@ def journey_cause(j: JourneyResult) -> _Cause | None:
             return _Cause(f"the agent could not start ({p.start_error})", frozenset({"agent-exited"}), True)
         if p.initialize_raw is None and p.initialize_sent_at is not None:
             if p.initialize_timed_out:
-                bound = f" within {p.initialize_bound_s:g} s" if p.initialize_bound_s else ""
-                return _Cause(f"the agent did not answer initialize{bound}",
+                return _Cause(f"the agent did not answer initialize within "
+                              f"{bound_text(p.initialize_bound_s, timeout_scale)}",
                               frozenset({"initialize-protocol-version", "timeout"}))
             return _Cause(f"the agent exited with code {p.exit_code} before it answered initialize",
                           frozenset({"initialize-protocol-version", "agent-exited"}), True)
@@ -185,7 +186,7 @@ def _groups(result: RunResult) -> list[_Group]:
     for j in result.journeys:
         if j.verdict == "pass":
             continue
-        cause = journey_cause(j)
+        cause = journey_cause(j, result.timeout_scale)
         if cause is not None:
             group = groups.setdefault(("cause", cause.headline), _Group(cause.headline, early_exit=cause.early_exit))
             group.journeys.append(j.id)
