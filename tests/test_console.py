@@ -221,13 +221,22 @@ def test_the_hint_fits_where_the_agent_ran() -> None:
     for launch in ({"kind": "local", "environment": "inherited"}, {}):
         assert not [line for line in console.failures_section(run(crashed, launch=launch))
                     if line.startswith("hint:")]
-    # A crash in the middle of a turn is no missing variable: no hint.
-    late = _crashed("turn-to-end", 3)
-    late.evidence.processes[0].initialize_raw = '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}'
-    late.failures = [failure("agent-exited", "turn-to-end", "the agent ended during turn reply")]
-    late.evidence.turns = [TurnEvidence(name="reply", process=0, prompt_text="p", sent_at=0.5, agent_exited=True)]
+    # A crash in the first turn may be a key that the first model call needs: the hint.
+    first = _crashed("follow-up-same-session", 3)
+    first.evidence.processes[0].initialize_raw = '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}'
+    first.failures = [failure("agent-exited", "follow-up-same-session", "the agent ended during turn remember")]
+    first.evidence.turns = [TurnEvidence(name="remember", process=0, prompt_text="p", sent_at=0.5,
+                                         agent_exited=True)]
+    lines = console.failures_section(run([first], launch={"kind": "local", "environment": "minimal"}))
+    assert lines[1] == "- follow-up-same-session: the agent exited with code 3 during a turn"
+    assert [line for line in lines if line.startswith("hint:")]
+    # After a turn it answered, a crash is no missing variable: no hint.
+    late = first.model_copy(deep=True)
+    late.evidence.turns.insert(0, TurnEvidence(name="remember", process=0, prompt_text="p", sent_at=0.2,
+                                               answered_at=0.4, stop_reason="end_turn"))
+    late.evidence.turns[1].name = "ask"
     lines = console.failures_section(run([late], launch={"kind": "local", "environment": "minimal"}))
-    assert lines[1] == "- turn-to-end: the agent exited with code 3 during a turn"
+    assert lines[1] == "- follow-up-same-session: the agent exited with code 3 during a turn"
     assert not [line for line in lines if line.startswith("hint:")]
 
 

@@ -165,9 +165,10 @@ def journey_cause(j: JourneyResult, timeout_scale: float = 1.0) -> _Cause | None
             return _Cause(f"the agent exited with code {p.exit_code} before it answered initialize",
                           frozenset({"initialize-protocol-version", "agent-exited"}), True)
         if p.exited_before_stdin_close and "agent-exited" in ids:
-            during = _exited_during(j, p)
-            return _Cause(f"the agent exited with code {p.exit_code} {during}", frozenset({"agent-exited"}),
-                          early_exit=during.startswith("before"))
+            # Early: before it answered a turn (a key that the first model call needs, say).
+            early = not any(t.answered_at is not None for t in j.evidence.turns if t.process == p.index)
+            return _Cause(f"the agent exited with code {p.exit_code} {_exited_during(j, p)}",
+                          frozenset({"agent-exited"}), early_exit=early)
     return None
 
 
