@@ -85,6 +85,8 @@ class Run:
         self.stub = None
         self.active: dict[str, JourneyContext] = {}
         """The journeys running now, for the heartbeat."""
+        self.queued: dict[str, float] = {}
+        """The journeys waiting for a free slot (--parallel), since when (monotonic)."""
         self._socket_dir = tempfile.mkdtemp(prefix="acpj-hub-", dir="/tmp")
 
     async def execute(self) -> RunResult:
@@ -157,15 +159,22 @@ class Run:
                                     ctx.clock.now() - closed, ctx.bounds.exit_s))
                     found = True
             if not found:  # between requests: starting, checking, or closing its processes
-                out.append(Wait(journey_id, "no request in flight", ctx.clock.now()))
+                elapsed = ctx.clock.now()
+                out.append(Wait(journey_id, f"running {elapsed:.0f} s, no request in flight", elapsed))
+        for journey_id, since in list(self.queued.items()):
+            out.append(Wait(journey_id, f"waiting {now - since:.0f} s for a free slot (--parallel "
+                                        f"{self.config.parallel})", now - since))
         return out
 
     async def _guarded(self, journey_id: str, limit: asyncio.Semaphore) -> JourneyResult:
+        self.queued[journey_id] = time.monotonic()
         try:
             async with limit:
+                self.queued.pop(journey_id, None)
                 return await self._journey(journey_id)
         except asyncio.CancelledError:
             # Cancelled while waiting for a slot: it never started.
+            self.queued.pop(journey_id, None)
             journey = catalog.JOURNEYS_BY_ID[journey_id]
             evidence = JourneyEvidence(journey=journey_id, interrupted=True, stopped_early="never started")
             return self._judged(journey, evidence, None, 0.0)

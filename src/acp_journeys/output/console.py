@@ -100,13 +100,14 @@ class Wait:
 
     journey: str
     what: str
-    """What it waits on, in our words (`turn reply (session/prompt)`, `initialize`)."""
+    """What it waits on, in our words (`turn reply (session/prompt)`, `initialize`); with no
+    bound, the whole state (`running 4 s, no request in flight`)."""
     waited_s: float
     bound_s: float | None = None
 
     def describe(self) -> str:
         if not self.bound_s:
-            return f"{self.journey}: {self.what}, {self.waited_s:.0f} s into the journey"
+            return f"{self.journey}: {self.what}"
         return f"{self.journey} on {self.what}, {self.waited_s:.0f} s of its {self.bound_s:g} s bound"
 
 
