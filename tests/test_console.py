@@ -138,20 +138,23 @@ def test_a_failure_shared_by_journeys_with_different_details_is_said_once() -> N
 
 def _slow_run(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
     """The reference agent answering each prompt after 3 s; a heartbeat every 0.5 s."""
-    return run_cli(["run", "--timeout-scale", FAST_SCALE, *extra, "--journey", "turn-to-end",
+    return run_cli(["run", "--timeout-scale", FAST_SCALE, "--journey", "turn-to-end", *extra,
                     "-o", str(tmp_path / "result.json"), "--", sys.executable, str(REFERENCE_AGENT),
                     "--latency", "3"], tmp_path, env={HEARTBEAT_ENV: "0.5"})
 
 
 def test_a_waiting_journey_says_what_it_waits_on_and_against_which_bound(tmp_path: Path) -> None:
-    outcome = _slow_run(tmp_path)
+    outcome = _slow_run(tmp_path, "--parallel", "1", "--journey", "image-and-file")
     assert outcome.code == 0, outcome.stderr
-    beats = [line for line in outcome.stderr.splitlines()
-             if line.startswith("acp-journeys: waiting: turn-to-end on turn reply (session/prompt), ")]
-    assert len(beats) >= 3, outcome.stderr
-    assert all(line.endswith("s of its 36 s bound") for line in beats), beats
-    waited = [int(re.search(r", (\d+) s of its", line).group(1)) for line in beats]
+    beats = [line for line in outcome.stderr.splitlines() if line.startswith("acp-journeys: waiting: ")]
+    turn = [re.search(r"turn-to-end on turn reply \(session/prompt\), (\d+) s of its 36 s bound", line)
+            for line in beats]
+    waited = [int(m.group(1)) for m in turn if m]
+    assert len(waited) >= 3, outcome.stderr
     assert waited == sorted(waited) and waited[-1] >= 2
+    # The journey behind it in the queue says what it waits for.
+    assert any(re.search(r"image-and-file: waiting \d+ s for a free slot \(--parallel 1\)", line) for line in beats)
+    assert any("image-and-file on turn image (session/prompt)" in line for line in beats)
 
 
 def test_quiet_keeps_the_output_as_it_was(tmp_path: Path) -> None:
