@@ -113,6 +113,7 @@ def test_verify_judges_a_hand_edited_tier_again_from_its_evidence(tmp_path) -> N
     gated = subprocess.run(args + ["--tier", "protocol"], capture_output=True, text=True, timeout=60)
     assert plain.returncode == 0 and re.search(r"^update-names-session +MUST +FAIL ", plain.stdout, re.M)
     assert gated.returncode == 1 and "MUST checks update-names-session" in gated.stderr
+    assert "the stored verdicts of the protocol tier do not match its evidence" in plain.stderr
 
 
 def test_agent_text_in_a_detail_never_becomes_markup_or_a_line_of_its_own() -> None:

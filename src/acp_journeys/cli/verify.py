@@ -47,6 +47,12 @@ def run(args: argparse.Namespace) -> int:
     if changed:
         print(f"note: the stored verdicts of {one_line(', '.join(changed))} do not match their evidence; "
               "the verdict above is the one computed from the evidence", file=sys.stderr)
+    stored_tier = stored.tiers.protocol if stored.tiers else None
+    judged_tier = result.tiers.protocol if result.tiers else None
+    if stored_tier is not None and judged_tier is not None and \
+            [(c.id, c.verdict) for c in stored_tier.checks] != [(c.id, c.verdict) for c in judged_tier.checks]:
+        print("note: the stored verdicts of the protocol tier do not match its evidence; the tier above is the "
+              "one computed from the evidence", file=sys.stderr)
     if "protocol" in args.tiers:
         code = _protocol_gate(result, args.path, code)
     if args.expect_sha:
