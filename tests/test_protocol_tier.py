@@ -143,3 +143,9 @@ def test_a_result_without_the_tier_shows_none_of_it() -> None:
     assert 'id="protocol-tier"' not in render_html(result)
     root = ET.fromstring(junit_xml(result, docs_url=result.docs_url))
     assert [s.get("name") for s in root] == ["acp-journeys"]
+
+
+def test_a_tier_whose_evidence_shows_no_must_met_does_not_pass() -> None:
+    result = _with_tier([], JourneyEvidence(journey=pc.PROBE_ID, stopped_early="initialize got no usable answer"))
+    tier = result.tiers.protocol
+    assert tier.musts_applicable == 0 and tier.verdict == "fail" and must_failures(result) == []

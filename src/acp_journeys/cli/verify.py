@@ -78,4 +78,8 @@ def _protocol_gate(result, path: str, code: int) -> int:
         print(f"acp-journeys: the protocol tier fails: MUST checks {one_line(', '.join(c.id for c in failed))}",
               file=sys.stderr)
         return code if code == EXIT_USAGE else EXIT_FAIL
+    if result.tiers.protocol.verdict != "pass":
+        print("acp-journeys: the protocol tier fails: no MUST check could be judged (see the skipped checks)",
+              file=sys.stderr)
+        return code if code == EXIT_USAGE else EXIT_FAIL
     return code

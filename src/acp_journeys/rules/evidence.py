@@ -260,7 +260,7 @@ class ProtocolTier(_Model):
     duration_s: float = 0.0
     checks: list[TierCheck] = Field(default_factory=list)
     verdict: Literal["pass", "fail"] = "fail"
-    """fail: a MUST check failed. SHOULD checks warn, never fail."""
+    """fail: a MUST check failed, or none could be judged. SHOULD checks warn, never fail."""
     musts_applicable: int = 0
     """MUST checks that applied (not skipped)."""
     musts_passed: int = 0

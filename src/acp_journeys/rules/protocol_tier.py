@@ -53,7 +53,8 @@ def judge_protocol(result: RunResult, tier: ProtocolTier) -> ProtocolTier:
         "checks": checks,
         "musts_applicable": len(musts),
         "musts_passed": sum(c.verdict in ("pass", "warn") for c in musts),
-        "verdict": "fail" if any(c.verdict == "fail" for c in musts) else "pass",
+        # Evidence that shows no MUST met (the agent never answered initialize) cannot pass.
+        "verdict": "fail" if not musts or any(c.verdict == "fail" for c in musts) else "pass",
     })
 
 
