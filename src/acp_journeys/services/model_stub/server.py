@@ -51,17 +51,34 @@ Decide = Callable[[Conversation], Decision]
 Mask = Callable[[str], str]
 
 
+SENT_HEAD, SENT_TAIL = 8, 32
+"""Messages of a request kept in its record: the first and the last ones (the prompt is late)."""
+PARTS_KEPT = 8
+"""Tool calls and tool results of one message kept in its record."""
+TOOLS_KEPT = 200
+"""Names of the tools offered kept in a record."""
+
+
 def sent_messages(conversation: Conversation, mask: Mask) -> list[dict[str, Any]]:
-    """Each message as it reached the model, for the record: role, masked and clipped text."""
-    sent = []
-    for message in conversation.messages:
+    """Each message as it reached the model, for the record: role, masked and clipped text; of
+    a long conversation the first SENT_HEAD and the last SENT_TAIL messages."""
+    sent: list[dict[str, Any]] = []
+    messages = conversation.messages
+    if len(messages) > SENT_HEAD + SENT_TAIL:
+        left_out = len(messages) - SENT_HEAD - SENT_TAIL
+        messages = messages[:SENT_HEAD] + messages[-SENT_TAIL:]
+    else:
+        left_out = 0
+    for index, message in enumerate(messages):
+        if left_out and index == SENT_HEAD:
+            sent.append({"role": "…", "text": f"[{left_out} messages not kept]"})
         entry: dict[str, Any] = {"role": message.role, "text": clip(mask(message.text))}
         if message.images:
             entry["images"] = len(message.images)
         if message.tool_calls:
-            entry["tool_calls"] = [call.name for call in message.tool_calls]
+            entry["tool_calls"] = [clip(call.name, 128) for call in message.tool_calls[:PARTS_KEPT]]
         if message.tool_results:
-            entry["tool_results"] = [clip(mask(r.text)) for r in message.tool_results]
+            entry["tool_results"] = [clip(mask(r.text)) for r in message.tool_results[:PARTS_KEPT]]
         sent.append(entry)
     return sent
 
@@ -248,7 +265,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             conversation = dialect.parse(body)
             images = [img for m in conversation.messages for img in m.all_images()]
-            fields.update(model=conversation.model, tools_offered=conversation.tool_names(),
+            fields.update(model=clip(conversation.model, 128),
+                          tools_offered=[clip(n, 128) for n in conversation.tool_names()[:TOOLS_KEPT]],
                           messages=len(conversation.messages), stream=dialect.wants_stream(body),
                           image_present=bool(images), image_decoded=any(i.data is not None for i in images),
                           sent=sent_messages(conversation, self.stub.mask))
@@ -308,6 +326,7 @@ class _Quiet:
 
 class _TcpServer(_Quiet, socketserver.ThreadingMixIn, HTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # the default 5 makes a burst of connects wait for SYN retries
     block_on_close = False  # stop() shuts connections down itself, with a bound
 
     def server_bind(self) -> None:
@@ -318,6 +337,7 @@ class _TcpServer(_Quiet, socketserver.ThreadingMixIn, HTTPServer):
 
 class _UnixServer(_Quiet, socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
+    request_queue_size = 128
     block_on_close = False
 
 
