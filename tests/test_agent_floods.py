@@ -26,12 +26,15 @@ def _journey(outcome, journey_id: str) -> dict:
 
 def test_a_flood_of_20000_tool_calls_keeps_the_first_and_gets_its_verdict(tmp_path):
     started = time.monotonic()
-    outcome = run_journeys(reference_agent("tool-call-flood"), tmp_path, "--journey", "turn-to-end")
+    page = tmp_path / "report.html"
+    outcome = run_journeys(reference_agent("tool-call-flood"), tmp_path, "--journey", "turn-to-end",
+                           "--transcripts", "--html", str(page))
     took = time.monotonic() - started
     # Before: 119 s of runner time (a scan of every kept call per update) and no result.json.
     assert outcome.code == 0, outcome.stderr[-2000:]
-    assert outcome.path.stat().st_size < SANE_RESULT_BYTES
+    assert outcome.path.stat().st_size < SANE_RESULT_BYTES and page.stat().st_size < SANE_RESULT_BYTES
     assert took < 60, took
+    assert "20,000 tool calls, the first 200 kept" in page.read_text()
     journey = _journey(outcome, "turn-to-end")
     turn = journey["evidence"]["turns"][0]
     assert len(turn["tool_calls"]) == session.TOOL_CALLS_KEPT
