@@ -98,3 +98,15 @@ def test_many_agent_requests_with_long_method_names_are_kept_clipped_up_to_a_bou
         {"what": "agent requests", "seen": 500, "kept": session.AGENT_REQUESTS_KEPT, "kept_what": "kept",
          "turn": "reply"}]
     assert outcome.path.stat().st_size < SANE_RESULT_BYTES
+
+
+def test_many_permission_requests_are_each_answered_and_the_first_kept(tmp_path):
+    outcome = run_journeys(reference_agent("permission-flood"), tmp_path, "--journey", "turn-to-end")
+    assert outcome.code == 0, outcome.stdout + outcome.stderr[-2000:]
+    journey = _journey(outcome, "turn-to-end")
+    kept = journey["evidence"]["turns"][0]["permissions"]
+    assert len(kept) == session.PERMISSIONS_KEPT and all(p["decision"] == "allow" for p in kept)
+    assert journey["evidence"]["bounds_hit"] == [
+        {"what": "permission requests", "seen": 300, "kept": session.PERMISSIONS_KEPT, "kept_what": "kept",
+         "turn": "reply"}]
+    assert outcome.path.stat().st_size < SANE_RESULT_BYTES
