@@ -110,3 +110,22 @@ def test_many_permission_requests_are_each_answered_and_the_first_kept(tmp_path)
         {"what": "permission requests", "seen": 300, "kept": session.PERMISSIONS_KEPT, "kept_what": "kept",
          "turn": "reply"}]
     assert outcome.path.stat().st_size < SANE_RESULT_BYTES
+
+
+def test_left_processes_are_listed_up_to_a_bound_with_their_argv_clipped():
+    """An agent can leave as many processes as it can fork, each with a huge argv: the evidence
+    lists the first ones (the judge needs one), clipped, and counts the rest."""
+    from types import SimpleNamespace
+
+    from acp_journeys.editor.session import Bounds, JourneyContext
+
+    ctx = JourneyContext("turn-to-end", sandbox=None, argv=["agent"], bounds=Bounds())  # type: ignore[arg-type]
+    found = [SimpleNamespace(pid=1000 + n, command="x" * 50_000, cmdline=["sleep", "300", *["y" * 5000] * 20])
+             for n in range(session.LEFTOVERS_KEPT + 30)]
+    kept = session._kept_leftovers(found, ctx, "processes left by process 1")
+    assert len(kept) == session.LEFTOVERS_KEPT and kept[0].pid == 1000
+    assert kept[0].argv[:2] == ["sleep", "300"] and sum(map(len, kept[0].argv)) < session.ARGV_CHARS + 200
+    assert len(kept[0].command) < session.ARGV_CHARS + 40
+    [hit] = ctx.evidence.bounds_hit
+    assert (hit.what, hit.seen, hit.kept) == ("processes left by process 1", session.LEFTOVERS_KEPT + 30,
+                                              session.LEFTOVERS_KEPT)

@@ -517,7 +517,7 @@ class AgentSession:
         if not remaining:
             await stopping  # nothing is left to hold the pipes: the last bytes come at once
         leftovers = await self.ctx.sandbox.collect_leftovers()
-        self.evidence.leftovers = [Leftover(pid=p.pid, command=p.command, argv=list(p.cmdline)) for p in leftovers]
+        self.evidence.leftovers = _kept_leftovers(leftovers, self.ctx, f"processes left by process {self.index + 1}")
         await stopping
         self.evidence.stderr_tail = self.conn.stderr_text()
         self.evidence.stderr_bytes = self.conn.stderr_bytes
@@ -726,6 +726,28 @@ def _clip_json(value: Any, limit: int = 8192) -> Any:
     except (TypeError, ValueError, RecursionError):
         return f"[a value that is not JSON: {type(value).__name__}]"
     return value if len(text) <= limit else text[:limit] + "…"
+
+
+LEFTOVERS_KEPT = 100
+"""Processes left by one agent process that are listed (each still killed); the rest counted."""
+ARGV_CHARS = 8192
+"""The characters of one left process's argv kept, all its arguments together."""
+
+
+def _kept_leftovers(found: list[Any], ctx: JourneyContext, what: str) -> list[Leftover]:
+    kept = []
+    for p in found[:LEFTOVERS_KEPT]:
+        argv, room = [], ARGV_CHARS
+        for arg in p.cmdline:
+            if room <= 0:
+                argv.append(f"[{len(p.cmdline) - len(argv)} more arguments]")
+                break
+            argv.append(_clip_text(arg, room))
+            room -= len(arg)
+        kept.append(Leftover(pid=p.pid, command=_clip_text(p.command, ARGV_CHARS), argv=argv))
+    for _ in found[LEFTOVERS_KEPT:]:
+        note_over(ctx._hits, ctx.evidence.bounds_hit, what, None, LEFTOVERS_KEPT)
+    return kept
 
 
 def _clip_text(text: str, limit: int) -> str:
