@@ -63,9 +63,9 @@ class Step:
         return self.result is not None and not self.result.is_error and not _refused(self.result.text)
 
 
-FAILED_HEAD = re.compile(r"^\W*(error\b|exit code:? [1-9]|failed\b|permission (denied|refused)|"
+FAILED_HEAD = re.compile(r"^\W*(error\b|exit code:? [1-9]|failed\b|blocked\b|permission (denied|refused)|"
                          r"the user (doesn't|does not) want)", re.I)
-FAILED_ANYWHERE = ("permission denied by user", "permission refused", "user rejected", "user denied",
+FAILED_ANYWHERE = ("<tool_use_error>", "permission denied by user", "permission refused", "user rejected", "user denied",
                    "rejected by the user", "was cancelled", "was canceled", "tool use was rejected",
                    "not allowed to run", "no such file or directory", "enoent")
 
