@@ -81,6 +81,8 @@ title stays whole beside a huge description), the values of one call sharing thi
 MCP_CHARS_KEPT = 1 << 20
 """Once a journey's kept MCP calls hold this many characters, each later one keeps MCP_VALUE_LIMIT_LATER."""
 MCP_VALUE_LIMIT_LATER = 2048
+MODES_KEPT = 100
+"""Modes (and mode config values) of session/new that the evidence lists."""
 
 
 @dataclass(frozen=True)
@@ -684,7 +686,8 @@ def find_plan_switch(answer: dict[str, Any] | None) -> PlanSwitchEvidence:
         if not isinstance(mode, dict):
             continue
         mode_id, name = str(mode.get("id", "")), str(mode.get("name", ""))
-        switch.offered_modes.append(mode_id)
+        if len(switch.offered_modes) < MODES_KEPT:  # what a failure shows; every mode is still looked at
+            switch.offered_modes.append(_clip_text(mode_id, NAME_LIMIT))
         if switch.how is None and (mode_id.lower() in ("plan", "planning") or name.lower() in ("plan", "planning")):
             switch.how, switch.plan_value = "mode", mode_id
             switch.initial_value = modes.get("currentModeId")
@@ -694,7 +697,8 @@ def find_plan_switch(answer: dict[str, Any] | None) -> PlanSwitchEvidence:
         if not isinstance(option, dict) or option.get("category") != "mode":
             continue
         values = _option_values(option.get("options"))
-        switch.offered_config_values += values
+        room = MODES_KEPT - len(switch.offered_config_values)
+        switch.offered_config_values += [_clip_text(v, NAME_LIMIT) for v in values[:max(room, 0)]]
         plan = next((v for v in values if v.lower() == "plan"), None)
         if plan is not None:
             switch.how, switch.plan_value = "config-option", plan
