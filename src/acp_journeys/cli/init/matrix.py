@@ -45,7 +45,7 @@ jobs:
       matrix:
         journeys: []
     steps:
-      - uses: actions/checkout@11d5960a326750d5838078e36cf38b85af677262  # v4.4.0
+      - uses: actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1  # v7.0.1
         with:
           persist-credentials: false  # the agent's code needs no token
       - uses: rondar/acp-journeys@v1

@@ -51,7 +51,7 @@ jobs:
   acp-journeys:
     runs-on: ubuntu-latest
     steps:
-      - uses: actions/checkout@11d5960a326750d5838078e36cf38b85af677262  # v4.4.0
+      - uses: actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1  # v7.0.1
         with:
           persist-credentials: false  # no token in .git/config, which the agent's build could read
       - uses: rondar/acp-journeys@v1
@@ -146,7 +146,7 @@ permissions:
   checks: write
   contents: read
 steps:
-  - uses: actions/checkout@11d5960a326750d5838078e36cf38b85af677262  # v4.4.0
+  - uses: actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1  # v7.0.1
     with:
       persist-credentials: false
   - uses: rondar/acp-journeys@v1
