@@ -621,6 +621,10 @@ step_report() {
         [ -z "${!var:-}" ] || env_opts+=(-e "$var")
     done
     local cli=(report "$work/result.json" --github --check-name "${ACPJ_CHECK_NAME:-ACP journeys}")
+    # As the gate step will judge it: a partial or another commit's result is never reported as a pass.
+    journey_args "${ACPJ_JOURNEYS:-}"
+    cli+=("${JOURNEY_ARGS[@]}")
+    [ -z "${GITHUB_SHA:-}" ] || cli+=(--expect-sha "$GITHUB_SHA")
     [ -z "${ACPJ_ARTIFACT_URL:-}" ] || cli+=(--artifact-url "$ACPJ_ARTIFACT_URL")  # of the HTML report
     [ -z "${ACPJ_DOCS_URL:-}" ] || cli+=(--docs-url "$ACPJ_DOCS_URL")
     baseline_args "$work"

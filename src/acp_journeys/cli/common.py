@@ -49,22 +49,37 @@ def load_baseline(path: str | None):
         raise UsageError(f"--baseline {path}: {exc.strerror or exc}") from None
 
 
-def publish(result, args: argparse.Namespace, baseline) -> int:
-    """The table, the baseline's word and the JUnit file; returns the exit code of the verdict."""
+def gate_of(result, outcome, *, missing: list[str] | tuple[str, ...] = (), expect_sha: str | None = None):
+    """The gate's word on `result` (under the baseline's `outcome`, when there is one)."""
+    from acp_journeys.rules.gate import gate
+
+    return gate(result, outcome.verdict if outcome is not None else result.verdict, missing=missing,
+                expect_sha=expect_sha)
+
+
+def refusing(gate) -> bool:
+    return gate.word in ("PARTIAL", "REFUSED")
+
+
+def publish(result, args: argparse.Namespace, baseline, *, missing: list[str] | tuple[str, ...] = (),
+            expect_sha: str | None = None) -> int:
+    """The table, the baseline's word and the JUnit file; returns the exit code of the gate's word
+    (`missing`: journeys the result must hold and lacks; `expect_sha`: the commit it must be of)."""
     from acp_journeys.output import console
 
-    print(console.table(result))
     outcome = None
-    verdict = result.verdict
     if baseline is not None:
         from acp_journeys.rules.baseline import apply_baseline
 
         outcome = apply_baseline(result, baseline)
+    gate = gate_of(result, outcome, missing=missing, expect_sha=expect_sha)
+    print(console.table(result, gate))
+    if outcome is not None:
         print("")
         for message in outcome.messages:
             print(f"baseline: {one_line(message)}")
-        print(f"verdict under the baseline: {outcome.verdict.upper()}")
-        verdict = outcome.verdict
+        word = gate.word if refusing(gate) else outcome.verdict.upper()
+        print(f"verdict under the baseline: {word}")
     if args.junit:
         from acp_journeys.output.junit import write_junit
 
@@ -78,7 +93,7 @@ def publish(result, args: argparse.Namespace, baseline) -> int:
         print(f"acp-journeys: error: acp-journeys itself failed in {one_line(', '.join(ours))} (not a finding about "
               "the agent); see runner_error in the result", file=sys.stderr)
         return EXIT_USAGE
-    return EXIT_PASS if verdict == "pass" else EXIT_FAIL
+    return EXIT_PASS if gate.passed else EXIT_FAIL
 
 
 def write_html(result, path: str, docs_url: str, outcome) -> bool:

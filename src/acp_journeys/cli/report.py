@@ -10,8 +10,10 @@ from __future__ import annotations
 import argparse
 import os
 
-from acp_journeys.cli.common import EXIT_PASS, EXIT_USAGE, UsageError, judged, load_baseline, read_result, write_html
+from acp_journeys.cli.common import (EXIT_PASS, EXIT_USAGE, UsageError, gate_of, journey_ids, judged, load_baseline,
+                                     read_result, refusing, write_html)
 from acp_journeys.output.logtext import command_data, one_line
+from acp_journeys.rules import catalog
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -28,13 +30,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--baseline", metavar="FILE", help="the expected-failures baseline (YAML)")
     report.add_argument("--no-check-run", action="store_false", dest="post_check",
                         help="write the job summary and step outputs only (a matrix job: the merge posts the check)")
+    report.add_argument("--journey", action="append", dest="journeys", metavar="ID",
+                        help="with --github: a journey the file must hold (repeatable; default: all 7); as "
+                             "verify, a file without one is reported PARTIAL")
+    report.add_argument("--expect-sha", metavar="SHA",
+                        help="with --github: as verify, report a result of another commit or image as REFUSED")
 
 
 def run(args: argparse.Namespace) -> int:
     from acp_journeys.output.github import report_github
 
+    from acp_journeys.cli.verify import expected_sha, missing_journeys
+
     if not args.github and not args.html:
         raise UsageError("report: say what to make: --github, --html OUT, or both")
+    expect_sha = expected_sha(args.expect_sha)
+    accepted = journey_ids(args.journeys) if args.journeys else list(catalog.JOURNEY_IDS)
     result = judged(read_result(args.path), args.path)  # what we publish is what the evidence says
     outcome = None
     baseline = load_baseline(args.baseline)
@@ -46,13 +57,16 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if not args.github:
         return EXIT_PASS
+    # The word of the gate step that follows, so that the check run and the summary never say pass
+    # where the gate refuses.
+    gate = gate_of(result, outcome, missing=missing_journeys(result, accepted, baseline), expect_sha=expect_sha)
     report = report_github(result, env=os.environ, token=args.token or os.environ.get("GITHUB_TOKEN"),
                            docs_url=args.docs_url or result.docs_url, check_name=args.check_name,
                            baseline=outcome, result_path=args.path, artifact_url=args.artifact_url,
-                           post_check=args.post_check)
+                           post_check=args.post_check, gate=gate)
     for warning in report.warnings:
         print(f"::warning::{command_data(warning)}")
     if report.check_url:
         print(f"check run: {one_line(report.check_url)}")
-    print(f"verdict: {report.verdict}")
+    print(f"verdict: {report.verdict.upper()}{': ' + one_line(gate.why) if refusing(gate) and gate.why else ''}")
     return EXIT_PASS  # publishing never fails the job; the gate step does

@@ -14,6 +14,7 @@ from typing import TextIO
 from acp_journeys.output.logtext import one_line
 from acp_journeys.output.redact import Redactor
 from acp_journeys.rules.evidence import JourneyResult, RunResult
+from acp_journeys.rules.gate import Gate
 
 SYMBOL = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}
 
@@ -41,7 +42,9 @@ class Progress:
         self.say(f"{result.id}: {result.verdict} in {result.duration_s:.1f}s" + (f" ({ids})" if ids else ""))
 
 
-def table(result: RunResult) -> str:
+def table(result: RunResult, gate: Gate | None = None) -> str:
+    """The verdict table; `gate`: the gate's word, said instead of the verdict when it refuses the
+    result or finds it partial (a result the gate refuses never reads as a pass)."""
     width = max([len(one_line(j.id)) for j in result.journeys] + [7])
     lines = [f"{'journey':<{width}}  verdict  seconds  failures"]
     for j in result.journeys:
@@ -50,7 +53,10 @@ def table(result: RunResult) -> str:
     lines.append("")
     total = len(result.journeys)
     partial = " (partial: the run was stopped)" if result.partial else ""
-    lines.append(f"verdict: {result.verdict.upper()}: {result.passed} of {total} journeys passed{partial}")
+    word = "PARTIAL" if result.partial else result.verdict.upper()
+    if gate is not None and gate.word in ("PARTIAL", "REFUSED"):
+        word, partial = gate.word, f" ({one_line(gate.why)})" if gate.why else partial
+    lines.append(f"verdict: {word}: {result.passed} of {total} journeys passed{partial}")
     details = []
     for j in result.journeys:
         for f in j.failures:
