@@ -28,6 +28,30 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
                         help="expected failures (YAML): pass when only these fail; a stale entry fails")
 
 
+def check_outputs(outputs: list[tuple[str, str | None]], inputs: list[tuple[str, str | None]]) -> None:
+    """Before any work: no output may be a folder, name an input or another output (by path, link or
+    hard link), so that no file is overwritten by mistake (`verify r.json --html r.json`). Each item
+    is (the option as the user wrote it, the path or None)."""
+    import os
+
+    def same(a: str, b: str) -> bool:
+        if os.path.realpath(a) == os.path.realpath(b):
+            return True
+        try:
+            return os.path.samefile(a, b)
+        except OSError:
+            return False  # one of them does not exist yet: then they are not one file
+
+    given = [(option, path) for option, path in outputs if path]
+    for i, (option, path) in enumerate(given):
+        if os.path.isdir(path):
+            raise UsageError(f"{option} {path} is a folder: give the file to write")
+        for other_option, other in [*((o, p) for o, p in inputs if p), *given[:i]]:
+            if same(path, other):
+                raise UsageError(f"{option} {path} is also {other_option}: it would be overwritten; "
+                                 "give another path")
+
+
 def journey_ids(ids: list[str]) -> list[str]:
     unknown = [j for j in ids if j not in catalog.JOURNEYS_BY_ID]
     if unknown:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from acp_journeys.cli.common import (EXIT_PASS, EXIT_USAGE, UsageError, gate_of, journey_ids, judged, load_baseline,
+from acp_journeys.cli.common import (EXIT_PASS, EXIT_USAGE, UsageError, check_outputs, gate_of, journey_ids, judged, load_baseline,
                                      read_result, refusing, write_html)
 from acp_journeys.output.logtext import command_data, one_line
 from acp_journeys.rules import catalog
@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.github and not args.html:
         raise UsageError("report: say what to make: --github, --html OUT, or both")
     expect_sha = expected_sha(args.expect_sha)
+    check_outputs([("--html", args.html)], [("the result", args.path), ("--baseline", args.baseline)])
     accepted = journey_ids(args.journeys) if args.journeys else list(catalog.JOURNEY_IDS)
     result = judged(read_result(args.path), args.path)  # what we publish is what the evidence says
     outcome = None

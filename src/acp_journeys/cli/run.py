@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 
-from acp_journeys.cli.common import EXIT_USAGE, UsageError, add_report_options, journey_ids, load_baseline, publish
+from acp_journeys.cli.common import (EXIT_USAGE, UsageError, add_report_options, check_outputs, journey_ids,
+                                     load_baseline, publish)
 from acp_journeys.rules import catalog
 
 DOCKER_DEMO_ARGV = ["python3", "/opt/acp-journeys/reference_agent.py"]
@@ -117,6 +119,9 @@ def plan_run(args: argparse.Namespace, environ: Mapping[str, str], *, python: st
     if not args.timeout_scale > 0:
         raise UsageError("--timeout-scale takes a number above 0")
     plan = RunPlan(argv=argv, journeys=journeys, image=args.image)
+    for flag, options in (("--env", args.env), ("--setting", args.setting)):
+        for option in options:
+            variable_name(option, flag)
     for option in args.env:
         try:
             name, value = parse_env_option(option, dict(environ))
@@ -167,6 +172,20 @@ def plan_run(args: argparse.Namespace, environ: Mapping[str, str], *, python: st
     return plan
 
 
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""What a shell, `env` and docker take as an environment variable's name (ASCII, no leading digit)."""
+
+
+def variable_name(option: str, flag: str) -> str:
+    """The NAME of `NAME[=VALUE]`, or a `UsageError` that shows the name only (the value may be a secret)."""
+    name = option.partition("=")[0]
+    if not VARIABLE_NAME.fullmatch(name):
+        shown = repr(name[:40] + ("..." if len(name) > 40 else ""))
+        raise UsageError(f"{flag} {shown}: not an environment variable name (letters, digits and _, not "
+                         "starting with a digit); expected NAME or NAME=VALUE")
+    return name
+
+
 def agent_argv(args: argparse.Namespace, python: str, reference_agent: str) -> list[str]:
     agent = list(args.agent)
     if agent and agent[0] == "--":
@@ -206,6 +225,10 @@ def run(args: argparse.Namespace) -> int:
     from acp_journeys.runner import ModelStubConfig, Run, RunConfig
 
     plan = plan_run(args, os.environ, python=sys.executable, reference_agent=reference_agent_path())
+    check_outputs([("--output", args.output), ("--junit", args.junit), ("--html", args.html)],
+                  [("--baseline", args.baseline),
+                   *((f"--model-stub-config-template {s}:{d}", s) for s, d in plan.stub_templates),
+                   *((f"--login {s}", s) for s, _ in plan.logins)])
     argv = plan.argv if plan.image else absolute_paths(plan.argv)
     baseline = load_baseline(args.baseline)
     redactor = Redactor()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from acp_journeys.cli.common import (UsageError, add_report_options, journey_ids, judged, load_baseline, publish,
+from acp_journeys.cli.common import (UsageError, add_report_options, check_outputs, journey_ids, judged, load_baseline, publish,
                                      read_result)
 from acp_journeys.output.logtext import one_line
 from acp_journeys.rules import catalog
@@ -30,6 +30,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     expect_sha = expected_sha(args.expect_sha)
+    check_outputs([("--junit", args.junit), ("--html", args.html)],
+                  [("the result", args.path), ("--baseline", args.baseline)])
     accepted = journey_ids(args.journeys) if args.journeys else list(catalog.JOURNEY_IDS)
     baseline = load_baseline(args.baseline)
     stored = read_result(args.path)
