@@ -100,6 +100,7 @@ def test_init_matrix_writes_the_example_workflow_and_it_lints(tmp_path: Path) ->
     from acp_journeys.cli.init.workflow import WORKFLOW_PATH
 
     assert sorted(j for g in GROUPS for j in g) == sorted(catalog.JOURNEY_IDS)  # each journey in one job
+    (tmp_path / "Dockerfile").write_text("FROM scratch\n")  # init checks that the image can be built
     proc = subprocess.run([sys.executable, "-m", "acp_journeys", "init", "--matrix", "--path", str(tmp_path),
                            "--agent-command", "my-agent --acp", "--dockerfile", "Dockerfile"],
                           capture_output=True, text=True, timeout=60)

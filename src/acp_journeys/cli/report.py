@@ -25,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--artifact-url", metavar="URL",
                         help="with --github: the artifact that holds the HTML report, linked from the summaries")
     report.add_argument("--token", help="the GitHub token (default: $GITHUB_TOKEN)")
-    report.add_argument("--check-name", default="ACP journeys")
+    report.add_argument("--check-name", default="ACP journeys", help="the name of the check run (default: ACP journeys)")
     report.add_argument("--docs-url", default=None, help="the base of failure links (default: the result's)")
     report.add_argument("--baseline", metavar="FILE", help="the expected-failures baseline (YAML)")
     report.add_argument("--no-check-run", action="store_false", dest="post_check",

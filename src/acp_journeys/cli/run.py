@@ -55,11 +55,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                      help="local mode: each journey gets an empty HOME of its own (always so with "
                           "--model-stub, and in docker mode)")
     run.add_argument("--inherit-env", action="store_true",
-                     help="local mode: the agent gets this whole environment, not only PATH, HOME, "
-                          "USER, the locale and TERM (plus --env and --setting)")
+                     help="local mode: the agent gets this whole environment, not only the minimal one "
+                          "(PATH, HOME, USER, LOGNAME, LANG, LANGUAGE, LC_*, TERM, TZ, plus --env and --setting)")
     run.add_argument("--image", metavar="IMAGE",
                      help="run each journey in its own container made from IMAGE (docker mode)")
-    run.add_argument("--network", action="store_true", help="docker mode: give the agent the default bridge")
+    run.add_argument("--network", action="store_true",
+                     help="docker mode: give the agent a network (a model API): each run gets a bridge network "
+                          "of its own, with no traffic between its containers (default: no network)")
     run.add_argument("--login", action="append", default=[], metavar="SRC[:DEST]",
                      help="docker mode: mount a file or folder read-only (DEST: same path under the "
                           "container user's home); its content is a secret")

@@ -229,7 +229,7 @@ def _blocks(result: RunResult, docs_url: str, baseline: BaselineOutcome | None,
         for j, p in tails:
             tail = p.stderr_tail[-STDERR_TAIL_CHARS:]
             shown = f"last {len(tail)} characters of {p.stderr_bytes} bytes" if p.stderr_bytes else "tail"
-            blocks.append(_Fence(f"{escape_markdown(j.id)}, agent process {p.index} ({shown}):\n\n", tail))
+            blocks.append(_Fence(f"{escape_markdown(j.id)}, agent process {p.index + 1} ({shown}):\n\n", tail))
     return blocks
 
 

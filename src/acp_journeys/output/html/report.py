@@ -48,6 +48,11 @@ WARNINGS_SHOWN = 500
 DIRECTION = {"to-agent": "→ agent", "from-agent": "← agent", "stderr": "stderr", "note": "note"}
 
 
+
+def _number(index: object) -> str:
+    """An agent process as every output names it: from 1 (result.json's `index` counts from 0)."""
+    return str(index + 1) if isinstance(index, int) and not isinstance(index, bool) else as_str(index)
+
 def _asset(name: str) -> str:
     return resources.files("acp_journeys.output.html").joinpath("assets", name).read_text(encoding="utf-8")
 
@@ -251,7 +256,7 @@ def _turns(evidence: Mapping[str, Any]) -> str:
                          + ("exists" if t.get("target_file_exists") else "missing"))
         rows.append(
             f'<tr><td><strong>{text(as_str(t.get("name"), "turn"))}</strong><br><span class="dim">'
-            f'process {text(as_str(t.get("process")))}, {text(as_str(t.get("mode"), "default"))} mode</span></td>'
+            f'process {text(_number(t.get("process")))}, {text(as_str(t.get("mode"), "default"))} mode</span></td>'
             f'<td>{_pre(as_str(t.get("prompt_text")), "prompt")}'
             + ('<span class="dim">+ an image</span>' if t.get("has_image") else "") + "</td>"
             f'<td>{reply_html}'
@@ -281,7 +286,7 @@ def _requests(evidence: Mapping[str, Any]) -> str:
             outcome = "answered" + (f" after {seconds(answered - sent)}" if sent is not None and answered is not None
                                     else "")
         rows.append(f'<tr><td class="num">{"" if sent is None else f"{sent:.4f}"}</td>'
-                    f'<td>{text(as_str(r.get("process")))}</td><td><code>{text(as_str(r.get("method")))}</code></td>'
+                    f'<td>{text(_number(r.get("process")))}</td><td><code>{text(as_str(r.get("method")))}</code></td>'
                     f'<td>{text(outcome)}</td></tr>')
     return ('<details class="section"><summary>Requests</summary><table class="requests"><thead><tr>'
             '<th class="num">Sent (s)</th><th>Process</th><th>Method</th><th>Outcome</th></tr></thead><tbody>'
@@ -299,7 +304,7 @@ def _frames(j: Mapping[str, Any], anchor: str) -> str:
         direction = as_str(f.get("direction"))
         at = num(f.get("at"))
         rows.append(f'<tr class="d-{attr(direction)}"><td class="num">{i}</td>'
-                    f'<td class="num">{"" if at is None else f"{at:.4f}"}</td><td>{text(as_str(f.get("process")))}</td>'
+                    f'<td class="num">{"" if at is None else f"{at:.4f}"}</td><td>{text(_number(f.get("process")))}</td>'
                     f'<td>{text(DIRECTION.get(direction, direction))}</td><td>{text(frame_info(f).what)}</td>'
                     f'<td><div class="frame-text">{text(as_str(f.get("text")))}</div></td></tr>')
     table_id, count_id = f"{anchor}-frames", f"{anchor}-frames-count"
@@ -316,7 +321,7 @@ def _processes(evidence: Mapping[str, Any], failed: bool) -> str:
     parts = []
     for p in as_list(evidence.get("processes")):
         p = as_dict(p)
-        index = as_str(p.get("index"))
+        index = _number(p.get("index"))
         argv = [as_str(a) for a in as_list(p.get("argv"))]
         tail = as_str(p.get("stderr_tail"))
         size = p.get("stderr_bytes") if isinstance(p.get("stderr_bytes"), int) else len(tail)
@@ -363,7 +368,7 @@ def _protocol_warnings(evidence: Mapping[str, Any]) -> str:
     warnings = [as_dict(w) for w in as_list(evidence.get("protocol_warnings"))]
     if not warnings:
         return ""
-    rows = "".join(f'<tr><td class="num">{text(as_str(w.get("at")))}</td><td>{text(as_str(w.get("process")))}</td>'
+    rows = "".join(f'<tr><td class="num">{text(as_str(w.get("at")))}</td><td>{text(_number(w.get("process")))}</td>'
                    f'<td>{text(as_str(w.get("kind")))}</td><td>{text(short(w.get("message"), 1000))}</td></tr>'
                    for w in warnings[:WARNINGS_SHOWN])
     more = (f'<p class="dim">… and {len(warnings) - WARNINGS_SHOWN:,} more in result.json</p>'
