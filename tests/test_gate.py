@@ -156,3 +156,17 @@ def test_report_github_says_the_gates_word(passing: Path, tmp_path: Path) -> Non
 
     bad = cli("report", str(passing), "--github", "--expect-sha", "")
     assert bad.returncode == 2 and "--expect-sha is empty" in bad.stderr
+
+
+def test_the_html_page_of_a_refused_or_partial_result_says_so(passing: Path, tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    out = cli("verify", str(passing), *TWO, "--expect-sha", "deadbeef", "--html", str(page))
+    assert out.returncode == 1
+    html = page.read_text()
+    assert "<title>ACP journeys: REFUSED — 2 of 2 journeys passed" in html and "not of deadbeef" in html
+    assert cli("report", str(passing), "--journey", "turn-to-end", "--html", str(page)).returncode == 0
+    assert "<title>ACP journeys: PASS" in page.read_text()  # the journeys it must hold are there
+    assert cli("report", str(passing), "--journey", "stop-running-turn", "--html", str(page)).returncode == 0
+    assert "<title>ACP journeys: PARTIAL" in page.read_text()
+    assert cli("report", str(passing), "--html", str(page)).returncode == 0  # a page, no gate asked for
+    assert "<title>ACP journeys: PASS" in page.read_text()

@@ -109,7 +109,7 @@ def publish(result, args: argparse.Namespace, baseline, *, missing: list[str] | 
 
         write_junit(result, args.junit, docs_url=result.docs_url, baseline=outcome)
         print(f"junit: {args.junit}")
-    if args.html and not write_html(result, args.html, result.docs_url, outcome):
+    if args.html and not write_html(result, args.html, result.docs_url, outcome, gate):
         return EXIT_USAGE
     ours = [j.id for j in result.journeys if any(f.id == "runner-error" for f in j.failures)]
     if ours:
@@ -120,11 +120,11 @@ def publish(result, args: argparse.Namespace, baseline, *, missing: list[str] | 
     return EXIT_PASS if gate.passed else EXIT_FAIL
 
 
-def write_html(result, path: str, docs_url: str, outcome) -> bool:
+def write_html(result, path: str, docs_url: str, outcome, gate=None) -> bool:
     from acp_journeys.output.html.report import write_html
 
     try:
-        write_html(result, path, docs_url=docs_url, baseline=outcome)
+        write_html(result, path, docs_url=docs_url, baseline=outcome, gate=gate)
     except OSError as exc:
         print(f"acp-journeys: error: cannot write the HTML report {path}: {exc.strerror or exc}", file=sys.stderr)
         return False

@@ -42,8 +42,9 @@ from acp_journeys.rules.evidence import RunResult
 
 if TYPE_CHECKING:
     from acp_journeys.rules.baseline import BaselineOutcome
+    from acp_journeys.rules.gate import Gate
 
-VERDICT_WORD = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}
+VERDICT_WORD = {"pass": "PASS", "fail": "FAIL", "error": "ERROR", "partial": "PARTIAL", "refused": "REFUSED"}
 WARNINGS_SHOWN = 500
 DIRECTION = {"to-agent": "→ agent", "from-agent": "← agent", "stderr": "stderr", "note": "note"}
 
@@ -75,7 +76,7 @@ def _link(label: str, url: str, cls: str = "") -> str:
 
 
 def _badge(verdict: str) -> str:
-    v = verdict if verdict in VERDICT_WORD else "error"
+    v = "fail" if verdict in ("partial", "refused") else verdict if verdict in VERDICT_WORD else "error"
     return f'<span class="badge {v}">{text(VERDICT_WORD.get(verdict, verdict.upper() or "?"))}</span>'
 
 
@@ -402,8 +403,9 @@ def _journey(j: Mapping[str, Any], anchor: str, docs_url: str) -> str:
 # --- the page -----------------------------------------------------------------------------------
 
 def render_html(result: RunResult | Mapping[str, Any], *, docs_url: str | None = None,
-                baseline: BaselineOutcome | None = None) -> str:
-    """The whole page (see the module's rules)."""
+                baseline: BaselineOutcome | None = None, gate: Gate | None = None) -> str:
+    """The whole page (see the module's rules); `gate`: the gate's word, shown instead of the
+    verdict when it refuses the result or finds it partial."""
     data: Mapping[str, Any] = (result.model_dump(mode="json", by_alias=True) if isinstance(result, RunResult)
                                else result)
     docs = docs_url or as_str(data.get("docs_url"))
@@ -422,6 +424,9 @@ def render_html(result: RunResult | Mapping[str, Any], *, docs_url: str | None =
         line += f", {counts['error']} error{'s' if counts['error'] != 1 else ''} of acp-journeys"
     if data.get("partial"):
         line += "; partial run"
+    if gate is not None and gate.word in ("PARTIAL", "REFUSED"):
+        verdict = gate.word.lower()
+        line += f"; {gate.why}" if gate.why else ""
     title = f"ACP journeys: {VERDICT_WORD.get(verdict, verdict)} — {line}"
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -429,7 +434,7 @@ def render_html(result: RunResult | Mapping[str, Any], *, docs_url: str | None =
         '<meta name="referrer" content="no-referrer"><meta name="viewport" content="width=device-width, initial-scale=1">'
         '<link rel="icon" href="data:,">'
         f"<title>{text(title)}</title><style>{style}</style></head><body>"
-        f'<header class="top {attr(verdict)}"><h1>{_badge(verdict)} ACP journeys</h1>'
+        f'<header class="top {attr("fail" if verdict in ("partial", "refused") else verdict)}"><h1>{_badge(verdict)} ACP journeys</h1>'
         f'<p class="counts">{text(line)}</p></header><main>'
         + _facts(data) + _baseline(baseline)
         + '<h2>Journeys</h2>' + _journey_table(journeys, anchors, docs)
@@ -442,11 +447,11 @@ def render_html(result: RunResult | Mapping[str, Any], *, docs_url: str | None =
 
 
 def write_html(result: RunResult, path: str, *, docs_url: str | None = None,
-               baseline: BaselineOutcome | None = None) -> None:
+               baseline: BaselineOutcome | None = None, gate: Gate | None = None) -> None:
     """Atomic, like result.json: a stopped run never leaves half a page."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    page = render_html(result, docs_url=docs_url, baseline=baseline)
+    page = render_html(result, docs_url=docs_url, baseline=baseline, gate=gate)
     fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=str(target.parent))
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
