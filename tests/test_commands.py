@@ -100,6 +100,7 @@ def test_init_pushes_on_the_default_branch_of_origin(tmp_path: Path) -> None:
     # What to do next: try it here, then commit and push.
     steps = [line for line in out.stdout.splitlines() if line.startswith("next: ")]
     assert len(steps) == 3
+    assert f"docker build -t my-agent:dev -f {clone / 'Dockerfile'} {clone} && " in steps[0]
     assert "acp-journeys run --image my-agent:dev -- /agent/bin/a --acp" in steps[0]
     assert f"commit {WORKFLOW_PATH}" in steps[1]
 

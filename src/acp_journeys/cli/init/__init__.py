@@ -67,7 +67,12 @@ def next_steps(workflow, repo: str, agent_command: str, dockerfile: str | None) 
 
     relative = os.path.relpath(workflow, repo)
     image = "my-agent:dev"
-    build = f"docker build -t {image}" + (f" -f {shlex.quote(dockerfile)}" if dockerfile else "") + " ."
+    # As the action builds it: the repository is the context, the Dockerfile relative to it.
+    if os.path.abspath(repo) == os.path.abspath("."):
+        build = f"docker build -t {image}" + (f" -f {shlex.quote(dockerfile)}" if dockerfile else "") + " ."
+    else:
+        build = (f"docker build -t {image} -f {shlex.quote(os.path.join(repo, dockerfile or 'Dockerfile'))} "
+                 f"{shlex.quote(repo)}")
     return [f"try it here first: {build} && acp-journeys run --image {image} -- {agent_command}",
             f"commit {relative} and push it: the check 'ACP journeys' then runs on every pull request",
             "for the release gate: https://github.com/rondar/acp-journeys/blob/v1/examples/workflows/release-gate.yml"]
