@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from acp_journeys.cli.common import (UsageError, add_report_options, check_outputs, journey_ids, judged, load_baseline, publish,
-                                     read_result)
+from acp_journeys.cli.common import (UsageError, add_report_options, check_outputs, journey_ids, judged, load_baseline,
+                                     publish, read_result)
 from acp_journeys.output.logtext import one_line
 from acp_journeys.rules import catalog
 from acp_journeys.rules.gate import check_expected_sha, other_subject

@@ -190,7 +190,8 @@ def summary_title(result: RunResult, baseline: BaselineOutcome | None = None, ga
 def _blocks(result: RunResult, docs_url: str, baseline: BaselineOutcome | None,
             report_link: str | None = None, gate: Gate | None = None) -> list[_Block]:
     verdict = _verdict_of(result, baseline, gate)
-    blocks: list[_Block] = [f"## {_ICONS.get(verdict, '❌')} {escape_markdown(summary_title(result, baseline, gate))}\n\n"]
+    title = escape_markdown(summary_title(result, baseline, gate))
+    blocks: list[_Block] = [f"## {_ICONS.get(verdict, '❌')} {title}\n\n"]
     if result.agent_command:
         blocks.append(f"Agent command: {escape_markdown(' '.join(result.agent_command))}\n\n")
     if report_link and _safe_url(report_link):

@@ -307,7 +307,8 @@ def _frames(j: Mapping[str, Any], anchor: str) -> str:
         direction = as_str(f.get("direction"))
         at = num(f.get("at"))
         rows.append(f'<tr class="d-{attr(direction)}"><td class="num">{i}</td>'
-                    f'<td class="num">{"" if at is None else f"{at:.4f}"}</td><td>{text(_number(f.get("process")))}</td>'
+                    f'<td class="num">{"" if at is None else f"{at:.4f}"}</td>'
+                    f'<td>{text(_number(f.get("process")))}</td>'
                     f'<td>{text(DIRECTION.get(direction, direction))}</td><td>{text(frame_info(f).what)}</td>'
                     f'<td><div class="frame-text">{text(as_str(f.get("text")))}</div></td></tr>')
     table_id, count_id = f"{anchor}-frames", f"{anchor}-frames-count"
