@@ -312,6 +312,7 @@ elif args[:1] == ["run"]:
     elif cli[:1] == ["verify"]:
         code = int(os.environ.get("FAKE_DOCKER_VERIFY_EXIT", "0"))
         print("verify table")
+        print(os.environ.get("FAKE_DOCKER_VERIFY_VERDICT", ""))
 with open(os.environ["FAKE_DOCKER_LOG"], "a") as fh:
     fh.write(json.dumps(record) + "\\n")
 sys.exit(code)
@@ -673,6 +674,22 @@ def test_gate_follows_fail_on_failure(fake: FakeSteps, verify_exit: int, fail_on
     assert call["cli"] == ["verify", f"{env['ACPJ_WORK']}/result.json", "--expect-sha", SHA]
     argv = call["argv"]
     assert argv[argv.index("--network") + 1] == "none" and not any("docker.sock" in a for a in argv), argv
+
+
+@pytest.mark.parametrize("word", ["REFUSED", "PARTIAL"])
+def test_gate_says_the_word_of_a_refused_or_partial_result(fake: FakeSteps, word: str) -> None:
+    """Not "0 failed, 7 passed": a refused or partial result fails the job with the gate's word."""
+    env = fake.prepared()
+    Path(env["ACPJ_WORK"], "result.json").write_text("{}")
+    out = fake("gate", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test", ACPJ_FAILED="0",
+               ACPJ_PASSED="7", FAKE_DOCKER_VERIFY_EXIT="1",
+               FAKE_DOCKER_VERIFY_VERDICT=f"verdict: {word}: 7 of 7 journeys passed (why)")
+    assert out.code == 1, out.log
+    assert f"::error::ACP journeys: the gate says {word}" in out.log and "0 failed" not in out.log
+    assert f"verdict: {word}: 7 of 7 journeys passed" in out.log
+    lenient = fake("gate", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test", ACPJ_FAIL_ON_FAILURE="false",
+                   FAKE_DOCKER_VERIFY_EXIT="1", FAKE_DOCKER_VERIFY_VERDICT=f"verdict: {word}: 7 of 7 journeys passed")
+    assert lenient.code == 0 and f"::warning::ACP journeys: the gate says {word}" in lenient.log
 
 
 def test_gate_verifies_the_journeys_that_ran(fake: FakeSteps) -> None:
