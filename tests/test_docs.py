@@ -150,6 +150,8 @@ def test_the_image_requirements_match_the_launcher() -> None:
     assert defaults["pids_limit"].default == 256 and "at most 256 processes" in image
     assert defaults["memory"].default == "1g" and "1 GiB of memory" in image
     assert defaults["cpus"].default == 2.0 and "2 CPUs" in image
+    assert defaults["nofile"].default == 65_536 and "65,536 open files" in image
+    assert defaults["disk"].default == "10g" and "10 GiB of\ndisk" in image
     assert "no Linux capabilities" in image and "no-new-privileges" in image
 
 
