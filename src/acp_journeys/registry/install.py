@@ -91,8 +91,7 @@ def install(entry: Entry, cache: str, log_path: str, *, bound_s: float = INSTALL
     with open(log_path, "a", encoding="utf-8") as log:
         if marker.is_file():
             try:
-                found = Installed(**json.loads(marker.read_text()))
-                found.folder, found.cached = str(folder), True
+                found = Installed(**{**json.loads(marker.read_text()), "folder": str(folder), "cached": True})
                 log.write(f"cached: {entry.id} {entry.version} ({entry.kind})\n")
                 return found
             except (ValueError, TypeError) as exc:
@@ -150,7 +149,24 @@ def _command(argv: list[str], log, deadline: float, what: str, *, cwd: Path | No
         _kill_group(proc)
         raise
     if code != 0:
-        raise InstallError(f"{what} failed with exit code {code} (see install.log)")
+        raise InstallError(f"{what} failed with exit code {code}{_known_cause(log)} (see install.log)")
+
+
+_CAUSES = (("E404", "the package does not exist"), ("No matching distribution", "no such package or version"),
+           ("ETARGET", "no such version"), ("SELF_SIGNED_CERT", "the index's certificate is not trusted here"),
+           ("ENOTFOUND", "the index cannot be reached"), ("Could not find a version", "no such version"))
+
+
+def _known_cause(log) -> str:
+    """A well-known cause, read from the end of the log, in our words."""
+    try:
+        with open(log.name, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 8192))
+            tail = f.read().decode("utf-8", "replace")
+    except (OSError, AttributeError):
+        return ""
+    return next((f": {why}" for mark, why in _CAUSES if mark in tail), "")
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -162,11 +178,13 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def _tool_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR",
-                                                          "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
-                                                          "http_proxy", "https_proxy", "no_proxy",
-                                                          "PIP_INDEX_URL", "NPM_CONFIG_REGISTRY",
-                                                          "UV_INDEX_URL")}
+    """What npm, uv and pip need from this environment: the path, the home (their own config
+    files), proxies, certificate authorities and their own settings; nothing else of ours."""
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR",
+            "REQUESTS_CA_BUNDLE")
+    env = {k: v for k, v in os.environ.items()
+           if k in keep or k.lower() in ("http_proxy", "https_proxy", "no_proxy")
+           or k.startswith(("npm_config_", "NPM_CONFIG_", "PIP_", "UV_"))}
     env.setdefault("PATH", os.defpath)
     return env
 
