@@ -28,7 +28,7 @@ from acp_journeys.output.html.htmlsafe import attr, safe_href, text
 from acp_journeys.output.html.report import _asset, content_security_policy
 from acp_journeys.output.html.timeline_svg import dom_id
 from acp_journeys.output.markdown import failure_anchor
-from acp_journeys.rules.catalog import DEFAULT_DOCS_URL, JOURNEY_IDS, JOURNEYS_BY_ID, doc_link
+from acp_journeys.rules.catalog import DEFAULT_DOCS_URL, FAILURES, JOURNEY_IDS, JOURNEYS_BY_ID, doc_link
 
 ID = re.compile(r"^[a-z][a-z0-9-]*$")
 STATUS_WORD = {"ran": "ran", "needs-login": "needs a login", "not-installed": "not installed",
@@ -50,7 +50,10 @@ def _report_href(agent_id: str, journey: str | None = None) -> str | None:
 
 
 def _failure_link(fid: str, jid: str, docs_url: str) -> str:
-    href = safe_href(doc_link(failure_anchor(fid, jid), docs_url))
+    # docs/journeys.md has a `failure-ID` anchor for every id of the catalog; an id this version
+    # does not know links to its journey's step instead.
+    anchor = f"failure-{fid}" if fid in FAILURES else failure_anchor(fid, jid)
+    href = safe_href(doc_link(anchor, docs_url))
     if href is None:
         return f'<span class="fid">{text(fid)}</span>'
     return f'<a class="fid" href="{href}" rel="noopener noreferrer">{text(fid)}</a>'
@@ -126,11 +129,13 @@ def _row(row: Mapping[str, Any], docs_url: str, marks: dict) -> str:
     if status in ("ran", "needs-login") and journeys:
         state += f' <span class="count">{passed}/{len(journeys)}</span>'
     reason = _s(row.get("reason"))
-    state += (f'<p class="reason">{text(reason)}</p>' if reason else "") + "</td>"
+    why = f'<p class="reason">{text(reason)}</p>' if reason else ""
     if journeys:
+        state += why + "</td>"
         cells = "".join(_cell(row, jid, docs_url, marks) for jid in JOURNEY_IDS)
-    else:
-        cells = f'<td class="cell none" colspan="{len(JOURNEY_IDS)}">{text(STATUS_WORD.get(status, status))}</td>'
+    else:  # no journey ran: the reason takes the grid's width
+        state += "</td>"
+        cells = f'<td class="cell none" colspan="{len(JOURNEY_IDS)}">{why or text(STATUS_WORD.get(status, status))}</td>'
     data = (f' data-id="{attr(agent_id)}" data-kind="{attr(_s(row.get("kind")))}" data-status="{attr(status)}"'
             f' data-passed="{passed}" data-fails="{attr(" ".join(failing))}" data-passes="{attr(" ".join(passing))}"'
             f' data-failures="{attr(" ".join(failure_ids))}"')
