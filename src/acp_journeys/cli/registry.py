@@ -99,7 +99,15 @@ def run(args: argparse.Namespace) -> int:
                 if not queue:
                     return
                 agent_id = queue.pop(0)
-            status = _one_agent(rows[agent_id], args, out, cache, journeys)
+            try:
+                status = _one_agent(rows[agent_id], args, out, cache, journeys)
+            except Exception as exc:  # our bug: this agent's row says so, and the others go on
+                status = {"id": agent_id, "status": "run-error",
+                          "reason": f"acp-journeys internal error: {type(exc).__name__}"}
+                try:
+                    _write_status(os.path.join(out, "agents", agent_id), status)
+                except OSError:
+                    pass
             say(f"{agent_id}: {status['status']}" + (f" ({status['reason']})" if status.get("reason") else ""))
 
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(args.jobs, max(1, len(ids))))]

@@ -139,7 +139,7 @@ def _read_folder(folder: Path) -> tuple[list[Entry], list[BadEntry]]:
         file = child / "agent.json"
         if not file.is_file():
             continue
-        fallback = child.name if ID_PATTERN.match(child.name) else "bad-folder"
+        fallback = child.name if ID_PATTERN.match(child.name) else f"bad-folder-{len(bad) + 1}"
         try:
             raw = _load_json(file)
         except SourceError as exc:
