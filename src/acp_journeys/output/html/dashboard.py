@@ -28,7 +28,7 @@ from acp_journeys.output.html.htmlsafe import attr, safe_href, text
 from acp_journeys.output.html.report import _asset, content_security_policy
 from acp_journeys.output.html.timeline_svg import dom_id
 from acp_journeys.output.markdown import failure_anchor
-from acp_journeys.rules.catalog import DEFAULT_DOCS_URL, FAILURES, JOURNEY_IDS, JOURNEYS_BY_ID, doc_link
+from acp_journeys.rules.catalog import DEFAULT_DOCS_URL, JOURNEY_IDS, JOURNEYS_BY_ID, doc_link, fix_anchor
 
 ID = re.compile(r"^[a-z][a-z0-9-]*$")
 STATUS_WORD = {"ran": "ran", "needs-login": "needs a login", "not-installed": "not installed",
@@ -50,9 +50,9 @@ def _report_href(agent_id: str, journey: str | None = None) -> str | None:
 
 
 def _failure_link(fid: str, jid: str, docs_url: str) -> str:
-    # docs/journeys.md has a `failure-ID` anchor for every id of the catalog; an id this version
-    # does not know links to its journey's step instead.
-    anchor = f"failure-{fid}" if fid in FAILURES else failure_anchor(fid, jid)
+    # docs/journeys.md has a `failure-ID` paragraph for every id of the catalog; an id this
+    # version does not know links to its journey's step instead.
+    anchor = fix_anchor(fid) or failure_anchor(fid, jid)
     href = safe_href(doc_link(anchor, docs_url))
     if href is None:
         return f'<span class="fid">{text(fid)}</span>'
