@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
 import tarfile
 import zipfile
 from pathlib import Path
@@ -279,3 +280,41 @@ def test_the_run_arguments_are_ones_that_run_itself_accepts(tmp_path: Path) -> N
     cut = bad.index("--")
     why = _check_run_args(bad[:cut] + ["--setting", "A_KEY=z"] + bad[cut:])
     assert why == "acp-journeys run would refuse the recipe: A_KEY is given with --env and --setting: one or the other"
+
+
+def _wheel(folder: Path, name: str = "fixture_agent", version: str = "1.0.0") -> Path:
+    """A minimal wheel by hand (no build tool, no index): one module and its console script."""
+    dist = f"{name}-{version}.dist-info"
+    path = folder / f"{name}-{version}-py3-none-any.whl"
+    files = {
+        f"{name}/__init__.py": "def main():\n    print('fixture agent ' + __name__)\n",
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name.replace('_', '-')}\nVersion: {version}\n",
+        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{dist}/entry_points.txt": f"[console_scripts]\n{name.replace('_', '-')} = {name}:main\n",
+    }
+    record = "".join(f"{p},,\n" for p in files) + f"{dist}/RECORD,,\n"
+    with zipfile.ZipFile(path, "w") as zf:
+        for p, text in files.items():
+            zf.writestr(p, text)
+        zf.writestr(f"{dist}/RECORD", record)
+    return path
+
+
+def test_a_uvx_package_goes_into_a_venv_whose_command_runs(tmp_path: Path, monkeypatch) -> None:
+    # pip's own settings reach it (PIP_*): an index of one local wheel, no network.
+    index = tmp_path / "index"
+    index.mkdir()
+    _wheel(index)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(index))
+    monkeypatch.setenv("PATH", os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                                                if not (Path(p) / "uv").exists()))  # the venv + pip path
+    entry = parse_entry({"id": "fixture-agent", "name": "F", "version": "1.0.0", "description": "d",
+                         "distribution": {"uvx": {"package": "fixture-agent@1.0.0", "args": ["--acp"]}}},
+                        fallback_id="x")
+    done = inst.install(entry, str(tmp_path / "cache"), str(tmp_path / "log"), bound_s=300)
+    assert done.program == "venv/bin/fixture-agent" and done.argv()[1:] == ["--acp"]
+    # The script runs where it was installed (a venv names its python by absolute path).
+    proc = subprocess.run(done.argv()[:1], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == "fixture agent fixture_agent\n", proc.stderr
+    assert done.site_packages and (Path(done.folder) / done.site_packages / "fixture_agent").is_dir()

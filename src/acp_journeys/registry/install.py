@@ -10,8 +10,9 @@ Rules of this module: the one place that runs npm, uv or pip and unpacks archive
   refused and the install fails with why.
 - Every command and download has a time bound; everything it does is appended to the log file
   given (`agents/<id>/install.log`), never to our output.
-- A finished install leaves `install.json` in its folder; the next run with the same id and
-  version reuses it. A failed one leaves no folder behind.
+- An install is made in its final folder (a venv cannot move); a finished one leaves
+  `install.json` there, and the next run with the same id and version reuses it. A failed one
+  leaves no folder behind.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import stat
 import subprocess
 import sys
 import tarfile
-import tempfile
 import time
 import urllib.request
 import zipfile
@@ -92,13 +92,18 @@ def install(entry: Entry, cache: str, log_path: str, *, bound_s: float = INSTALL
         if marker.is_file():
             try:
                 found = Installed(**{**json.loads(marker.read_text()), "folder": str(folder), "cached": True})
-                log.write(f"cached: {entry.id} {entry.version} ({entry.kind})\n")
-                return found
+                if (folder / found.program).exists():
+                    log.write(f"cached: {entry.id} {entry.version} ({entry.kind})\n")
+                    return found
+                log.write(f"the cached install has no {found.program}: installing again\n")
             except (ValueError, TypeError) as exc:
                 log.write(f"the cached install's {MARKER} is unreadable ({exc}): installing again\n")
+        # Made in place, not in a temp folder moved there after: a venv's scripts name their
+        # python by its absolute path, so a venv cannot move. The marker, written last, is what
+        # makes the folder an install; a failed one is removed.
         shutil.rmtree(folder, ignore_errors=True)
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=str(folder.parent)))
+        folder.mkdir(parents=True)
+        work = folder
         started = time.monotonic()
         deadline = started + bound_s
         log.write(f"installing {entry.id} {entry.version} ({entry.kind})\n")
@@ -111,9 +116,9 @@ def install(entry: Entry, cache: str, log_path: str, *, bound_s: float = INSTALL
             else:
                 done = _binary(entry, work, log, deadline, platform_name or platform_key())
             done.seconds = round(time.monotonic() - started, 3)
-            (work / MARKER).write_text(json.dumps({k: v for k, v in asdict(done).items()
-                                                   if k not in ("folder", "cached")}, indent=2))
-            os.replace(work, folder)
+            (work / f".{MARKER}.tmp").write_text(json.dumps({k: v for k, v in asdict(done).items()
+                                                          if k not in ("folder", "cached")}, indent=2))
+            os.replace(work / f".{MARKER}.tmp", work / MARKER)
         except BaseException as exc:
             shutil.rmtree(work, ignore_errors=True)
             if isinstance(exc, InstallError):
