@@ -44,6 +44,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--journey", action="append", dest="journeys", metavar="ID", help="a journey to run (default: all 7)")
     p.add_argument("--parallel", type=int, default=None, metavar="N", help="journeys at once per agent")
     p.add_argument("--timeout-scale", type=float, default=1.0, metavar="F", help="as for run")
+    p.add_argument("--python", metavar="PATH", help="the Python that uvx agents' venvs are made with (default: "
+                                                  "the one running acp-journeys)")
     p.add_argument("--install-timeout", type=float, default=900.0, metavar="S", help="each install's bound (default 900)")
     p.add_argument("--docs-url", default=catalog.DEFAULT_DOCS_URL, help="the base of failure links")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
@@ -171,7 +173,7 @@ def _one_agent(row, args: argparse.Namespace, out: str, cache: str, journeys: li
         return _write_status(folder, {**status, "status": "needs-login", "reason": recipe.skip})
     log = os.path.join(folder, "install.log")
     try:
-        installed = install(row, cache, log, bound_s=args.install_timeout)
+        installed = install(row, cache, log, bound_s=args.install_timeout, python=args.python)
     except InstallError as exc:
         return _write_status(folder, {**status, "status": "not-installed", "reason": str(exc)})
     except OSError as exc:

@@ -84,7 +84,7 @@ def cache_folder(cache: str, entry: Entry) -> Path:
 
 
 def install(entry: Entry, cache: str, log_path: str, *, bound_s: float = INSTALL_BOUND_S,
-            platform_name: str | None = None) -> Installed:
+            platform_name: str | None = None, python: str | None = None) -> Installed:
     """The agent installed (or found in the cache), or an `InstallError` with why."""
     folder = cache_folder(cache, entry)
     marker = folder / MARKER
@@ -112,7 +112,7 @@ def install(entry: Entry, cache: str, log_path: str, *, bound_s: float = INSTALL
             if entry.kind == "npx":
                 done = _npx(entry, work, log, deadline)
             elif entry.kind == "uvx":
-                done = _uvx(entry, work, log, deadline)
+                done = _uvx(entry, work, log, deadline, python or sys.executable)
             else:
                 done = _binary(entry, work, log, deadline, platform_name or platform_key())
             done.seconds = round(time.monotonic() - started, 3)
@@ -157,7 +157,8 @@ def _command(argv: list[str], log, deadline: float, what: str, *, cwd: Path | No
         raise InstallError(f"{what} failed with exit code {code}{_known_cause(log)} (see install.log)")
 
 
-_CAUSES = (("E404", "the package does not exist"), ("No matching distribution", "no such package or version"),
+_CAUSES = (("require a different python version", "it needs another Python version (see --python)"),
+           ("E404", "the package does not exist"), ("No matching distribution", "no such package or version"),
            ("ETARGET", "no such version"), ("SELF_SIGNED_CERT", "the index's certificate is not trusted here"),
            ("ENOTFOUND", "the index cannot be reached"), ("Could not find a version", "no such version"))
 
@@ -167,7 +168,7 @@ def _known_cause(log) -> str:
     try:
         with open(log.name, "rb") as f:
             f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 8192))
+            f.seek(max(0, f.tell() - (64 << 10)))
             tail = f.read().decode("utf-8", "replace")
     except (OSError, AttributeError):
         return ""
@@ -246,7 +247,7 @@ def split_pypi(spec: str) -> tuple[str, str]:
     return spec, m.group(1)
 
 
-def _uvx(entry: Entry, work: Path, log, deadline: float) -> Installed:
+def _uvx(entry: Entry, work: Path, log, deadline: float, python: str) -> Installed:
     assert entry.package
     requirement, command = split_pypi(entry.package)
     venv = work / "venv"
@@ -254,12 +255,12 @@ def _uvx(entry: Entry, work: Path, log, deadline: float) -> Installed:
     uv = shutil.which("uv")
     if uv:
         env["UV_CACHE_DIR"] = str(work / ".uv-cache")
-        _command([uv, "venv", "--quiet", str(venv)], log, deadline, "uv venv", env=env)
+        _command([uv, "venv", "--quiet", "--python", python, str(venv)], log, deadline, "uv venv", env=env)
         _command([uv, "pip", "install", "--python", str(venv / "bin" / "python"), requirement], log, deadline,
                  f"uv pip install {requirement}", env=env)
         shutil.rmtree(work / ".uv-cache", ignore_errors=True)
     else:
-        _command([sys.executable, "-m", "venv", str(venv)], log, deadline, "python -m venv", env=env)
+        _command([python, "-m", "venv", str(venv)], log, deadline, "python -m venv", env=env)
         _command([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-cache-dir",
                   "--disable-pip-version-check", requirement], log, deadline, f"pip install {requirement}", env=env)
     script = venv / "bin" / command
