@@ -318,3 +318,19 @@ def test_a_uvx_package_goes_into_a_venv_whose_command_runs(tmp_path: Path, monke
     proc = subprocess.run(done.argv()[:1], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout == "fixture agent fixture_agent\n", proc.stderr
     assert done.site_packages and (Path(done.folder) / done.site_packages / "fixture_agent").is_dir()
+
+
+def test_a_recipe_can_skip_an_agent(tmp_path: Path) -> None:
+    source = make_registry(tmp_path / "src")
+    recipes = tmp_path / "recipes"
+    recipes.mkdir()
+    (recipes / "failing.yaml").write_text("skip: \"needs its vendor's login: it reaches only its own backend\"\n")
+    out = tmp_path / "out"
+    assert main(["registry", str(source), "--out", str(out), "--cache", str(tmp_path / "cache"), "-q",
+                 "--recipes", str(recipes), "--agent", "failing", "--journey", "nope"]) == 2  # a usage error
+    assert main(["registry", str(source), "--out", str(out), "--cache", str(tmp_path / "cache"), "-q",
+                 "--recipes", str(recipes), "--agent", "failing"]) == 0
+    [row] = json.loads((out / "summary.json").read_text())["agents"]
+    assert (row["id"], row["status"], row["reason"]) == (
+        "failing", "needs-login", "needs its vendor's login: it reaches only its own backend")
+    assert not (tmp_path / "cache" / "failing").exists()  # nothing installed for it
