@@ -235,7 +235,7 @@ class AgentConnection:
         if self._frames >= TRANSCRIPT_FRAMES_LIMIT or self._chars + len(text) > TRANSCRIPT_CHARS_LIMIT:
             if not self._dropped:
                 self.transcript.append(Frame(at=self.clock.now(), process=self.index, direction="note",
-                                             text=f"[the transcript of process {self.index} stops here: over "
+                                             text=f"[the transcript of process {self.index + 1} stops here: over "
                                                   f"{TRANSCRIPT_FRAMES_LIMIT} frames or {TRANSCRIPT_CHARS_LIMIT} "
                                                   "characters]"))
             self._dropped += 1

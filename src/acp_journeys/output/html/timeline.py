@@ -167,7 +167,7 @@ def journey_timeline(journey: Mapping[str, Any]) -> JourneyTimeline:
     def lane_owner(index: Any) -> ProcessTimeline:
         i = int(index) if isinstance(index, int) and not isinstance(index, bool) else 0
         if i not in processes:
-            processes[i] = ProcessTimeline(i, f"agent process {i}")
+            processes[i] = ProcessTimeline(i, f"agent process {i + 1}")  # shown from 1, as every output
         return processes[i]
 
     for p in as_list(evidence.get("processes")):
@@ -175,7 +175,7 @@ def journey_timeline(journey: Mapping[str, Any]) -> JourneyTimeline:
         owner = lane_owner(p.get("index"))
         pid = p.get("pid")
         argv = " ".join(as_str(a) for a in as_list(p.get("argv")))
-        owner.title = f"agent process {owner.index}" + (f" · pid {pid}" if isinstance(pid, int) else "")
+        owner.title = f"agent process {owner.index + 1}" + (f" · pid {pid}" if isinstance(pid, int) else "")
         owner.points.extend(_process_points(p, argv))
     for r in as_list(evidence.get("requests")):
         r = as_dict(r)
