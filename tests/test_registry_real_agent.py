@@ -4,11 +4,12 @@ in local mode. Its install is cached under build/registry-cache (about 100 MB, s
 first time), so a rerun costs only its journeys (about 30 s here). It needs npm and the npm
 registry; with neither, the test is skipped, saying why.
 
-Its verdict, 4 of 7: turn-to-end, follow-up-same-session, image-and-file and stop-running-turn
-pass; follow-up-after-restart fails with session-load-error (session/load answers -32603 "No
-previous sessions found for this project."); both Plan journeys fail with
-create-plan-not-called: in its Plan mode it offers the model neither its shell tool nor the
-rondar MCP tools.
+Its verdict, 4 or 5 of 7: turn-to-end, follow-up-same-session, image-and-file and
+stop-running-turn pass; follow-up-after-restart fails with session-load-error (session/load
+answers -32603 "No previous sessions found for this project.") when its first process ends
+quickly, and passes when it is slower (with the machine under load): a race of its own, whether
+it saved the session before it ended; both Plan journeys fail with create-plan-not-called: in
+its Plan mode it offers the model neither its shell tool nor the rondar MCP tools.
 """
 
 from __future__ import annotations
@@ -44,15 +45,20 @@ def test_gemini_cli_through_the_registry(tmp_path: Path) -> None:
             pytest.skip(f"the npm registry cannot be reached: {row['reason']}")
     assert row["status"] == "ran", row["reason"]
     verdicts = {j: v["failures"] for j, v in row["journeys"].items()}
+    # The one race of its own: whether its first process saved the session before it ended.
+    restart = verdicts.pop("follow-up-after-restart")
+    assert restart in ([], ["session-load-error"]), restart
     assert verdicts == {
         "turn-to-end": [], "follow-up-same-session": [], "image-and-file": [], "stop-running-turn": [],
-        "follow-up-after-restart": ["session-load-error"],
         "plan-turn-saved-plan": ["create-plan-not-called"], "plan-regular-plan": ["create-plan-not-called"],
     }, verdicts
     result = json.loads((out / "agents" / "gemini" / "result.json").read_text())
     assert result["model_stub"]["dialects"] == ["gemini-stream"]
     by_id = {j["id"]: j for j in result["journeys"]}
     [load] = [r for r in by_id["follow-up-after-restart"]["evidence"]["requests"] if r["method"] == "session/load"]
-    assert "No previous sessions found" in json.dumps(load["error"])
+    if restart:
+        assert "No previous sessions found" in json.dumps(load["error"])
+    else:
+        assert load["error"] is None
     plan_requests = [r for r in by_id["plan-turn-saved-plan"]["evidence"]["model_requests"] if r.get("intent") == "plan"]
     assert plan_requests and not any("create_plan" in " ".join(r["tools_offered"]) for r in plan_requests)
