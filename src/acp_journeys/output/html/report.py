@@ -46,6 +46,10 @@ if TYPE_CHECKING:
 
 VERDICT_WORD = {"pass": "PASS", "fail": "FAIL", "error": "ERROR", "partial": "PARTIAL", "refused": "REFUSED"}
 WARNINGS_SHOWN = 500
+FRAMES_SHOWN = 3000
+"""Frames of a journey shown in its table; result.json has them all (a page stays readable)."""
+FRAME_CHARS_SHOWN = 4000
+"""Characters of one frame's text shown (a 16 KiB frame is cut here too; result.json has it)."""
 DIRECTION = {"to-agent": "→ agent", "from-agent": "← agent", "stderr": "stderr", "note": "note"}
 
 
@@ -303,16 +307,21 @@ def _frames(j: Mapping[str, Any], anchor: str) -> str:
                 "a passing journey are kept only with <code>--transcripts</code>.</p></details>")
     frames = [as_dict(f) for f in as_list(transcript)]
     rows = []
-    for i, f in enumerate(frames, 1):
+    for i, f in enumerate(frames[:FRAMES_SHOWN], 1):
         direction = as_str(f.get("direction"))
         at = num(f.get("at"))
+        body = as_str(f.get("text"))
+        if len(body) > FRAME_CHARS_SHOWN:
+            body = body[:FRAME_CHARS_SHOWN] + f"…[{len(body):,} characters in result.json]"
         rows.append(f'<tr class="d-{attr(direction)}"><td class="num">{i}</td>'
                     f'<td class="num">{"" if at is None else f"{at:.4f}"}</td>'
                     f'<td>{text(_number(f.get("process")))}</td>'
                     f'<td>{text(DIRECTION.get(direction, direction))}</td><td>{text(frame_info(f).what)}</td>'
-                    f'<td><div class="frame-text">{text(as_str(f.get("text")))}</div></td></tr>')
+                    f'<td><div class="frame-text">{text(body)}</div></td></tr>')
     table_id, count_id = f"{anchor}-frames", f"{anchor}-frames-count"
-    return (f'<details class="section frames"><summary>Frames ({len(frames):,})</summary>'
+    more = (f'<p class="dim">The first {FRAMES_SHOWN:,} of {len(frames):,} frames; result.json holds them all.</p>'
+            if len(frames) > FRAMES_SHOWN else "")
+    return (f'<details class="section frames"><summary>Frames ({len(frames):,})</summary>' + more +
             f'<p class="search"><input type="search" class="frame-search" placeholder="filter the frames: '
             f'a method, an id, any text" data-table="{table_id}" data-count="{count_id}" '
             f'aria-label="filter the frames"> <span id="{count_id}" class="dim">{len(frames):,} frames</span></p>'

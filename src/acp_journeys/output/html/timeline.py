@@ -27,6 +27,9 @@ from typing import Any
 from acp_journeys.rules.catalog import RULES
 
 LABEL_CHARS = 48
+POINTS_KEPT = 3000
+"""Points of one process (and of the journey's own lanes) drawn, the earliest ones: the page of
+a result with a flood of frames or calls stays a page (result.json holds everything)."""
 DETAIL_CHARS = 600
 CANCEL_BOUND_S = RULES.cancel_s
 """Rondar's bound on the stop (the judge's rule); the timeline only writes it next to the latency."""
@@ -233,6 +236,11 @@ def journey_timeline(journey: Mapping[str, Any]) -> JourneyTimeline:
               + [t for p in (*[q for proc in processes.values() for q in proc.points], *journey_points)
                  for t in (p.at, p.end) if t is not None]
               + [num(f.get("at")) or 0.0 for f in frames])
+    for owner in processes.values():
+        if len(owner.points) > POINTS_KEPT:
+            owner.points = sorted(owner.points, key=lambda q: q.at)[:POINTS_KEPT]
+    if len(journey_points) > POINTS_KEPT:
+        journey_points = sorted(journey_points, key=lambda q: q.at)[:POINTS_KEPT]
     ordered = [processes[i] for i in sorted(processes)]
     return JourneyTimeline(end=end, processes=ordered, journey_points=journey_points,
                            updates_kept=transcript is not None)
