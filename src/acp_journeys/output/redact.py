@@ -141,12 +141,11 @@ def public_words() -> frozenset[str]:
 class Redactor:
     def __init__(self) -> None:
         self._secrets: set[str] = set()
-        self._longest_first: list[str] | None = None
+        self._longest_first: list[str] | None = None  # sorted again when a secret was added
 
     def add(self, value: str) -> None:
         value = value.strip()
         if len(value) >= MIN_SECRET:
-            self._longest_first = None
             self._secrets.add(value)
             self._secrets.add(json.dumps(value)[1:-1])
             self._secrets.add(json.dumps(value, ensure_ascii=False)[1:-1])  # pydantic's form
@@ -243,7 +242,7 @@ class Redactor:
         return text if text in public_words() else self.redact(text)
 
     def _secrets_longest_first(self) -> list[str]:
-        if self._longest_first is None:
+        if self._longest_first is None or len(self._longest_first) != len(self._secrets):
             self._longest_first = sorted(self._secrets, key=len, reverse=True)
         return self._longest_first
 
