@@ -50,7 +50,9 @@ ISSUE_INPUTS = {"agent-command", "context", "dockerfile", "image", "build-args",
                 "login", "runner-image", "github-token", "check-name", "fail-on-failure", "result-path",
                 "artifact-name", "docs-url", "post-check",
                 # the command line's options too (the action can do what the command line can)
-                "baseline", "timeout-scale", "strict", "parallel", "model-stub-config-templates", "settings"}
+                "baseline", "timeout-scale", "strict", "parallel", "model-stub-config-templates", "settings",
+                # the agent image's build offline (issue 23)
+                "build-network"}
 ISSUE_OUTPUTS = {"verdict", "passed", "failed", "result-path", "html-path", "check-url"}
 
 
@@ -88,6 +90,7 @@ def test_action_has_the_inputs_and_outputs_of_the_issue() -> None:
     defaults = {name: spec.get("default") for name, spec in meta["inputs"].items()}
     assert defaults["context"] == "." and defaults["journeys"] == "all"
     assert defaults["network"] == "false" and defaults["fail-on-failure"] == "true"
+    assert defaults["build-network"] == "default"  # as a plain docker build: the default bridge
     assert defaults["github-token"] == "${{ github.token }}" and defaults["check-name"] == "ACP journeys"
     assert meta["runs"]["using"] == "composite"
 
@@ -371,6 +374,7 @@ def test_prepare_makes_the_work_folder_and_the_agent_image_name(fake: FakeSteps)
     ({"ACPJ_FAIL_ON_FAILURE": "sometimes"}, "input fail-on-failure: expected true or false"),
     ({"ACPJ_POST_CHECK": "later"}, "input post-check: expected true or false, got 'later'"),
     ({"ACPJ_BUILD_ARGS": "=x"}, "input build-args: a line is not NAME=VALUE"),
+    ({"ACPJ_BUILD_NETWORK": "host"}, "input build-network: expected default or none, got 'host'"),
     ({"ACPJ_CONTEXT": "nowhere"}, "input context: "),
     ({"ACPJ_DOCKERFILE": "agent/Dockerfile"}, "no Dockerfile at"),
     ({"ACPJ_RESULT_PATH": "a\nb"}, "input result-path: must be one line"),
@@ -533,6 +537,18 @@ def test_build_builds_from_the_checkout_or_pulls_the_given_image(fake: FakeSteps
     assert missing.code == 2 and "cannot pull the image ghcr.io/o/nope:1" in missing.log
     broken = fake("build", ACPJ_AGENT_IMAGE="a:b", FAKE_DOCKER_BUILD_EXIT="1")
     assert broken.code == 2 and "the agent image did not build" in broken.log
+
+
+@pytest.mark.parametrize("value,options", [("", []), ("default", []), ("none", ["--network", "none"])])
+def test_build_network_goes_to_the_build_only(fake: FakeSteps, value: str, options: list[str]) -> None:
+    out = fake("build", ACPJ_AGENT_IMAGE="agent:x", ACPJ_BUILD_NETWORK=value)
+    assert out.code == 0, out.log
+    [build] = out.call("build")
+    assert build["argv"][:1 + len(options)] == ["build", *options]
+    assert ("--network" in build["argv"]) == bool(options)
+    assert f"network {value or 'default'}" in out.log
+    bad = fake("build", ACPJ_AGENT_IMAGE="agent:x", ACPJ_BUILD_NETWORK="bridge")
+    assert bad.code == 2 and "input build-network: expected default or none" in bad.log and bad.call("build") == []
 
 
 @pytest.mark.parametrize("config,dockerignore,warned", [
@@ -949,6 +965,36 @@ def test_end_to_end_a_config_template_serves_a_file_configured_agent(engine_imag
         print(f"end to end, config template: {seconds:.1f} s")
     finally:
         _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
+
+
+NET_PROBE_DOCKERFILE = """ARG BASE_IMAGE
+FROM ${BASE_IMAGE}
+RUN python3 -c "print(*sorted(l.split(':')[0].strip() for l in open('/proc/net/dev').readlines()[2:]))" >/build-net
+"""
+
+
+@pytest.mark.parametrize("build_network,interfaces", [("none", "lo"), ("default", "eth0 lo")])
+def test_end_to_end_build_network_none_builds_offline(engine_images: None, tmp_path: Path, build_network: str,
+                                                      interfaces: str) -> None:
+    """The agent's Dockerfile's RUN steps see the interfaces of the build's network: with
+    `build-network: none` the loopback alone (nothing to reach), by default the bridge's too."""
+    workspace, temp = tmp_path / "workspace", tmp_path / "runner-temp"
+    (workspace / "probe").mkdir(parents=True)
+    temp.mkdir()
+    (workspace / "probe" / "Dockerfile").write_text(NET_PROBE_DOCKERFILE)
+    action = CompositeAction(ROOT, env=job_env(workspace, temp, GITHUB_SHA=SHA), github={"token": TOKEN},
+                             inputs={"runner-image": RUNNER_IMAGE, "agent-command": "agent --acp",
+                                     "context": "probe", "build-args": f"BASE_IMAGE={BASE_IMAGE}",
+                                     "build-network": build_network})
+    run = action.run(only=["prepare", "build"])
+    image = run.steps[0].outputs.get("agent-image", "")
+    try:
+        assert not run.failed, run.log
+        seen = subprocess.run(["docker", "run", "--rm", "--network", "none", "--entrypoint", "cat", image,
+                               "/build-net"], capture_output=True, text=True, timeout=60)
+        assert seen.stdout.strip() == interfaces, seen.stdout + seen.stderr
+    finally:
+        _cleanup_image(image)
 
 
 def test_end_to_end_a_cancelled_run_stops_the_journeys_cleanly(engine_images: None, tmp_path: Path) -> None:

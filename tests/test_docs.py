@@ -58,9 +58,15 @@ def test_the_security_docs_name_the_risks_users_must_handle() -> None:
     readme = (root / "README.md").read_text(encoding="utf-8")
     security = readme.split("## Security", 1)[1].split("\n## ", 1)[0]
     for words in ("pull_request_target", "attacker-controlled", "model-stub: true", "persist-credentials: false",
-                  "does not stop a hostile agent", "169.254.169.254", "docs/security.md"):
+                  "does not stop a hostile agent", "169.254.169.254", "docs/security.md",
+                  # issue 23: the build's network, and the line local mode does not draw
+                  "build-network: none", "`RUN` steps", "/proc/<parent>/environ", "docker mode"):
         assert words in security, words
+    [inherit] = [line for line in readme.splitlines() if line.startswith("| `--inherit-env` |")]
+    assert "no secret boundary" in inherit and "/proc/<parent>/environ" in inherit and "docker mode" in inherit
     page = (root / "docs" / "security.md").read_text(encoding="utf-8")
     for words in ("cap_drop: ALL", "read-only", "enable_icc=false", "169.254.169.254", "::stop-commands::",
-                  "digest", "provenance", "if: always()"):
+                  "digest", "provenance", "if: always()",
+                  "no secret boundary", "/proc/<pid>/environ", "Run an untrusted agent in docker mode",
+                  "build-network:", "65,536", "pquota", "launch.disk_note", "known by identity"):
         assert words in page, words

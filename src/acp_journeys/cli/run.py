@@ -100,6 +100,12 @@ class RunPlan:
     subject: dict[str, str] = field(default_factory=dict)
     local_demo_state: bool = False
     """A local --demo run: the reference agent keeps its sessions in a temp folder of the run."""
+    heartbeat_s: float = 10.0
+    """How often the progress says what the journeys wait on (HEARTBEAT_ENV, for tests: 10 s)."""
+
+
+HEARTBEAT_ENV = "ACP_JOURNEYS_HEARTBEAT_S"
+"""Seconds between the progress's heartbeat lines; not an option: tests shorten it, users need not."""
 
 
 def plan_run(args: argparse.Namespace, environ: Mapping[str, str], *, python: str,
@@ -117,6 +123,13 @@ def plan_run(args: argparse.Namespace, environ: Mapping[str, str], *, python: st
     if not args.timeout_scale > 0:
         raise UsageError("--timeout-scale takes a number above 0")
     plan = RunPlan(argv=argv, journeys=journeys, image=args.image)
+    if environ.get(HEARTBEAT_ENV):
+        try:
+            plan.heartbeat_s = float(environ[HEARTBEAT_ENV])
+        except ValueError:
+            plan.heartbeat_s = 0.0
+        if not 0 < plan.heartbeat_s < float("inf"):
+            raise UsageError(f"{HEARTBEAT_ENV} takes a number of seconds above 0")
     for option in args.env:
         try:
             name, value = parse_env_option(option, dict(environ))
@@ -258,6 +271,7 @@ def run(args: argparse.Namespace) -> int:
         config = RunConfig(argv=argv, journeys=plan.journeys, parallel=args.parallel,
                            bounds=Bounds(scale=args.timeout_scale), strict=args.strict,
                            transcripts=args.transcripts, docs_url=args.docs_url, subject=plan.subject,
+                           heartbeat_s=plan.heartbeat_s,
                            model_stub=ModelStubConfig(plan.stub_env, stub_files, redactor.redact)
                            if args.model_stub else None)
         result, stopped_by = asyncio.run(_execute(Run(config, launcher, progress)))

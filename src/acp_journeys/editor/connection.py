@@ -78,6 +78,8 @@ class AgentConnection:
         self.outbox = jsonrpc.Outbox()
         self.lines = framing.LineBuffer(max_line)
         self.pending: dict[Any, tuple[str, asyncio.Future[Answer]]] = {}
+        self.waits: dict[Any, tuple[str, float, float]] = {}
+        """The requests awaited now: id -> (method, since (monotonic), bound), for the heartbeat."""
         self.stdout_closed = asyncio.Event()
         self.stderr_tail: collections.deque[bytes] = collections.deque()
         self.stderr_size = 0
@@ -113,10 +115,12 @@ class AgentConnection:
             self.pending.pop(request_id, None)
             return Answer(agent_gone=True)
         gone = asyncio.create_task(self.stdout_closed.wait())
+        self.waits[request_id] = (method, time.monotonic(), timeout)
         try:
             done, _ = await asyncio.wait({future, gone}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
             gone.cancel()
+            self.waits.pop(request_id, None)
         if future.done():
             return future.result()
         self.pending.pop(request_id, None)

@@ -418,7 +418,7 @@ class AgentSession:
     async def _call(self, method: str, params: dict[str, Any], timeout: float) -> tuple[RequestEvidence, Answer]:
         assert self.conn is not None
         record = RequestEvidence(method=method, process=self.index, params=_summary(params),
-                                 sent_at=self.ctx.clock.now())
+                                 sent_at=self.ctx.clock.now(), bound_s=round(timeout, 3))
         self.ctx.evidence.requests.append(record)
         self.router.request_sent(record)
         answer = await self.conn.request(method, params, timeout)
@@ -443,6 +443,7 @@ class AgentSession:
         if self.conn is None:
             return False
         self.evidence.initialize_sent_at = self.ctx.clock.now()
+        self.evidence.initialize_bound_s = round(self.ctx.bounds.initialize(), 3)
         answer = await self.conn.request(
             "initialize", {"protocolVersion": 1, "clientCapabilities": {}}, self.ctx.bounds.initialize())
         self.evidence.initialize_raw = answer.raw
@@ -505,6 +506,9 @@ class AgentSession:
 
     async def send_prompt(self, blocks: list[dict[str, Any]], timeout: float) -> Answer:
         assert self.conn is not None and self.session_id is not None
+        turn = self.router.turn
+        if turn is not None and turn.bound_s is None:
+            turn.bound_s = round(timeout, 3)  # the judge names the bound that ran out
         return await self.conn.request("session/prompt", {"sessionId": self.session_id, "prompt": blocks}, timeout)
 
     def end_turn(self, turn: TurnEvidence, answer: Answer) -> None:

@@ -4,6 +4,7 @@ Rules of this module:
 - Layout: a title line with the verdict and the counts; a table of the journeys (verdict,
   seconds, failure ids); then one section per journey, failed and errored journeys first, then
   the passes, each failure with its message, its detail and a link to its anchor
+  (`docs_url#failure-ID`, its own paragraph, from `catalog.fix_anchor`) and its step's beside it
   (`docs_url#step-N`, from `catalog.anchor_for` and `catalog.doc_link`); last, the agent's
   stderr tail of each failed journey in a fenced block.
 - Every string read from the result (replies, stderr, details, commands, ids, titles, baseline
@@ -30,7 +31,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from acp_journeys.rules.catalog import FAILURES, JOURNEYS_BY_ID, anchor_for, doc_link
+from acp_journeys.rules.catalog import FAILURES, JOURNEYS_BY_ID, anchor_for, doc_link, fix_anchor
 from acp_journeys.rules.evidence import JourneyResult, RunResult
 
 if TYPE_CHECKING:
@@ -120,9 +121,21 @@ def failure_anchor(failure_id: str, journey_id: str) -> str:
     return "step-10"
 
 
+def fix_and_step(failure_id: str, journey_id: str) -> tuple[str, str | None]:
+    """The anchors to link for a failure: its own `failure-ID` paragraph (how to fix it), and the
+    step of the journey beside it (None when it is the same or unknown). An id this version does
+    not know links its step (or the common failures) only."""
+    step = failure_anchor(failure_id, journey_id)
+    fix = fix_anchor(failure_id)
+    if fix is None:
+        return step, None
+    return fix, (step if step != fix else None)
+
+
 def _failure_link(failure_id: str, journey_id: str, docs_url: str) -> str:
-    anchor = failure_anchor(failure_id, journey_id)
-    return _link(f"how to fix (#{anchor})", doc_link(anchor, docs_url))
+    fix, step = fix_and_step(failure_id, journey_id)
+    text = _link(f"how to fix (#{fix})", doc_link(fix, docs_url))
+    return text + (f" · {_link(f'step (#{step})', doc_link(step, docs_url))}" if step else "")
 
 
 def _journey_title(journey: JourneyResult, docs_url: str) -> str:

@@ -46,6 +46,8 @@ class ProcessEvidence(_Model):
     initialize_raw: str | None = None
     """The raw line of the answer to initialize: the judge reads protocolVersion's own token."""
     initialize_timed_out: bool = False
+    initialize_bound_s: float | None = None
+    """How long initialize was waited for (the bound, --timeout-scale applied)."""
     agent_capabilities: dict[str, Any] | None = None
     stdin_closed_at: float | None = None
     turn_running_at_close: bool = False
@@ -70,6 +72,8 @@ class RequestEvidence(_Model):
     result: Any = None
     error: dict[str, Any] | None = None
     timed_out: bool = False
+    bound_s: float | None = None
+    """How long the answer was waited for (the bound, --timeout-scale applied)."""
     agent_exited: bool = False
     replayed_updates: dict[str, int] = Field(default_factory=dict)
     """session/load: updates that came before its answer (the replayed history)."""
@@ -123,6 +127,8 @@ class TurnEvidence(_Model):
     stop_reason: Any = None
     error: dict[str, Any] | None = None
     timed_out: bool = False
+    bound_s: float | None = None
+    """How long the answer to session/prompt was waited for (--timeout-scale applied)."""
     agent_exited: bool = False
     reply_text: str = ""
     """The text of this turn's agent_message_chunk updates, joined (capped, see reply_length)."""

@@ -36,7 +36,7 @@ from acp_journeys.output.html.htmlsafe import attr, safe_href, text
 from acp_journeys.output.html.timeline import (as_dict, as_list, as_str, cancel_latencies, frame_info,
                                           journey_timeline, num, seconds, short)
 from acp_journeys.output.html.timeline_svg import KNOWN_UPDATES, dom_id, panels, update_class
-from acp_journeys.output.markdown import failure_anchor
+from acp_journeys.output.markdown import fix_and_step
 from acp_journeys.rules.catalog import JOURNEYS_BY_ID, doc_link
 from acp_journeys.rules.evidence import RunResult
 
@@ -84,7 +84,8 @@ def _json(value: Any) -> str:
 
 
 def _failure_href(failure_id: str, journey_id: str, docs_url: str) -> str:
-    return doc_link(failure_anchor(failure_id, journey_id), docs_url)
+    """The link of a failure id: its own `#failure-ID` paragraph (how to fix it)."""
+    return doc_link(fix_and_step(failure_id, journey_id)[0], docs_url)
 
 
 # --- the top of the page ------------------------------------------------------------------------
@@ -164,10 +165,11 @@ def _failures(j: Mapping[str, Any], docs_url: str) -> str:
     for f in as_list(j.get("failures")):
         f = as_dict(f)
         fid = as_str(f.get("id"), "?")
-        anchor = failure_anchor(fid, jid)
+        anchor, step = fix_and_step(fid, jid)
         detail = as_str(f.get("detail"))
+        step_link = f' · {_link(f"step (#{step})", doc_link(step, docs_url), "step")}' if step else ""
         items.append(f'<li><strong>{text(fid)}</strong>: {text(as_str(f.get("message")))} '
-                     f'{_link(f"how to fix (#{anchor})", _failure_href(fid, jid, docs_url))}'
+                     f'{_link(f"how to fix (#{anchor})", _failure_href(fid, jid, docs_url))}{step_link}'
                      + (f'<div class="detail">{text(detail)}</div>' if detail else "") + "</li>")
     for w in as_list(j.get("warnings")):
         items.append(f'<li class="warning">Warning: {text(short(w, 2000))}</li>')
