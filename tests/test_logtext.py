@@ -115,3 +115,12 @@ def test_no_printed_line_of_run_verify_merge_or_report_obeys_the_agent(tmp_path:
         commands = workflow_commands(text)
         assert all(c.startswith("::warning::") and "INJECTED" not in c for c in commands), (name, commands)
     assert any(c.startswith("::warning::") for c in workflow_commands(report.stdout)), report.stdout
+
+
+def test_an_error_that_quotes_a_result_json_obeys_no_command_in_it(tmp_path: Path) -> None:
+    (tmp_path / "forged.json").write_text(json.dumps({"schema": "x ##[error]INJECTED\n::error::X"}))
+    for command in (["verify", "forged.json"], ["report", "forged.json", "--html", "r.html"],
+                    ["merge", "out.json", "forged.json"]):
+        proc = _cli(*command, cwd=tmp_path)
+        assert proc.returncode == 2 and "INJECTED" in proc.stderr, (command, proc.stderr)
+        assert workflow_commands(proc.stdout + proc.stderr) == [], (command, proc.stderr)
