@@ -139,6 +139,8 @@ DOCKER = {"kind": "docker", "image": "agent:one", "image_id": "sha256:1", "engin
     (DOCKER, {"image": "agent:two"}, "agent image: agent:two vs agent:one"),
     (DOCKER, {"pids_limit": 512}, "launch pids_limit: 512 vs 256"),
     (DOCKER, {"logins": 1}, "logins (--login): 1 vs 0"),
+    (DOCKER, {"nofile": 1024}, "open-files limit: 1024 vs (none)"),
+    (DOCKER, {"disk": "10G"}, "disk bound: 10G vs (none)"),
 ])
 def test_refuses_parts_run_under_other_launch_conditions(launch: dict, change: dict, said: str) -> None:
     a = run([journey("turn-to-end")], launch=launch)
@@ -151,7 +153,7 @@ def test_refuses_parts_run_under_other_launch_conditions(launch: dict, change: d
 def test_the_machine_s_facts_are_no_conditions_and_every_difference_is_named() -> None:
     a = run([journey("turn-to-end")], launch=DOCKER)
     facts = {"image_id": "sha256:2", "engine_version": "28.0", "api_version": "1.47", "cgroup_version": "1",
-             "cgroup_driver": "cgroupfs"}
+             "cgroup_driver": "cgroupfs", "disk_note": "the storage driver overlay2 has no size option here"}
     b = run([journey("image-and-file")], launch={**DOCKER, **facts})
     merged = merge_results([("a", a), ("b", b)])
     assert [p["engine_version"] for p in merged.launch["parts"]] == ["27.1", "28.0"]  # kept per part

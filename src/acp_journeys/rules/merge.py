@@ -33,13 +33,16 @@ _JOB_IMAGE = re.compile(r"^acp-journeys-agent:([0-9a-f]{7,12})-[a-z0-9]+$")
 
 
 # Launch fields that are facts of the job's machine, not conditions of the run: the engine's
-# versions and cgroup, the id of an image rebuilt from the same commit, an earlier merge's parts.
-LAUNCH_FACTS = frozenset({"image_id", "engine_version", "api_version", "cgroup_version", "cgroup_driver", "parts"})
+# versions and cgroup, the id of an image rebuilt from the same commit, why the engine gave no
+# disk bound (whether there is one, `disk`, is a condition), an earlier merge's parts.
+LAUNCH_FACTS = frozenset({"image_id", "engine_version", "api_version", "cgroup_version", "cgroup_driver",
+                          "disk_note", "parts"})
 _LAUNCH_NAMES = {"kind": "launch kind (local or docker)", "settings": "settings (--setting)",
                  "env": "the names of the --env values", "network": "network (--network)",
                  "tracking": "process tracking (--tracking)", "image": "agent image",
                  "environment": "environment (--inherit-env)", "own_home": "own home (--isolate-home)",
-                 "logins": "logins (--login)", "agent_dir": "agent folder (--agent-dir)"}
+                 "logins": "logins (--login)", "agent_dir": "agent folder (--agent-dir)",
+                 "nofile": "open-files limit", "disk": "disk bound"}
 _SHOWN = 200  # characters of a differing value in a refusal
 
 
