@@ -635,6 +635,10 @@ step_report() {
         [ -z "${!var:-}" ] || env_opts+=(-e "$var")
     done
     local cli=(report "$work/result.json" --github --check-name "${ACPJ_CHECK_NAME:-ACP journeys}")
+    # As the gate step will judge it: a partial or another commit's result is never reported as a pass.
+    journey_args "${ACPJ_JOURNEYS:-}"
+    cli+=("${JOURNEY_ARGS[@]}")
+    [ -z "${GITHUB_SHA:-}" ] || cli+=(--expect-sha "$GITHUB_SHA")
     [ -z "${ACPJ_ARTIFACT_URL:-}" ] || cli+=(--artifact-url "$ACPJ_ARTIFACT_URL")  # of the HTML report
     [ -z "${ACPJ_DOCS_URL:-}" ] || cli+=(--docs-url "$ACPJ_DOCS_URL")
     baseline_args "$work"
@@ -681,9 +685,20 @@ step_gate() {
         pause_commands
         cat "$work/verify.log"
         resume_commands
+        # A refused or partial result is no failure count: say the gate's word (verify's line above).
+        local word
+        word=$(grep -m1 -oE '^verdict: (REFUSED|PARTIAL)' "$work/verify.log" | cut -d' ' -f2) || true
         if is_true fail-on-failure "${ACPJ_FAIL_ON_FAILURE:-true}"; then
-            error "ACP journeys failed (${ACPJ_FAILED:-some} failed, ${ACPJ_PASSED:-?} passed): see the job summary"
+            if [ -n "$word" ]; then
+                error "ACP journeys: the gate says $word (see verify's verdict line above): the job fails"
+            else
+                error "ACP journeys failed (${ACPJ_FAILED:-some} failed, ${ACPJ_PASSED:-?} passed): see the job summary"
+            fi
             exit 1
+        fi
+        if [ -n "$word" ]; then
+            warn "ACP journeys: the gate says $word; fail-on-failure is false, so the job goes on"
+            return 0
         fi
         warn "ACP journeys failed (${ACPJ_FAILED:-some} failed); fail-on-failure is false, so the job goes on"
         return 0

@@ -32,8 +32,8 @@ from acp_journeys.rules import catalog
 ROOT = Path(__file__).resolve().parent.parent
 MERGE = ROOT / "merge"
 MERGE_STEPS = ROOT / "action" / "merge-steps.sh"
-DOWNLOAD = "actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093"  # v4.3.0
-UPLOAD = "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02"  # v4.6.2
+DOWNLOAD = "actions/download-artifact@3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c"  # v8.0.1
+UPLOAD = "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f"  # v7.0.0
 
 
 def test_merge_action_passes_the_schema_and_actionlint(tmp_path: Path) -> None:
@@ -100,6 +100,7 @@ def test_init_matrix_writes_the_example_workflow_and_it_lints(tmp_path: Path) ->
     from acp_journeys.cli.init.workflow import WORKFLOW_PATH
 
     assert sorted(j for g in GROUPS for j in g) == sorted(catalog.JOURNEY_IDS)  # each journey in one job
+    (tmp_path / "Dockerfile").write_text("FROM scratch\n")  # init checks that the image can be built
     proc = subprocess.run([sys.executable, "-m", "acp_journeys", "init", "--matrix", "--path", str(tmp_path),
                            "--agent-command", "my-agent --acp", "--dockerfile", "Dockerfile"],
                           capture_output=True, text=True, timeout=60)

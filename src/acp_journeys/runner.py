@@ -27,7 +27,7 @@ from acp_journeys.editor.session import Bounds, JourneyContext
 from acp_journeys.launch import Launcher
 from acp_journeys.output.console import Progress, Wait
 from acp_journeys.rules import catalog
-from acp_journeys.rules.evidence import JourneyEvidence, JourneyResult, RunResult
+from acp_journeys.rules.evidence import BoundHit, JourneyEvidence, JourneyResult, RunResult
 from acp_journeys.rules.judge import judge_journey, judge_result
 
 
@@ -116,7 +116,9 @@ class Run:
             if self.stub is not None:
                 await asyncio.to_thread(self.stub.stop)
                 records = self.stub.records.snapshot()
-                self.result.model_stub = {"requests": len(records),
+                self.result.model_stub = {"requests": self.stub.records.received,
+                                          "records_not_kept": self.stub.records.dropped(),
+                                          "connections_refused": self.stub.refused_connections,
                                           "dialects": sorted({r.dialect for r in records if r.dialect})}
             try:
                 os.rmdir(self._socket_dir)
@@ -207,6 +209,13 @@ class Run:
             if self.stub is not None:
                 ctx.evidence.model_requests = [{**r, "at": round(ctx.clock.since(r["at"]), 4)}
                                                for r in self.stub.records.as_dicts(tag=journey_id)]
+                dropped = self.stub.records.dropped(journey_id)
+                if dropped:
+                    from acp_journeys.services.model_stub.records import RECORDS_KEPT
+
+                    ctx.evidence.bounds_hit.append(BoundHit(
+                        what="requests to the model stub", seen=len(ctx.evidence.model_requests) + dropped,
+                        kept=RECORDS_KEPT, kept_what="kept, and each later one that shows the judge something new"))
         return self._judged(journey, ctx.evidence, ctx.transcript, time.monotonic() - started)
 
     async def _point_at_model_stub(self, ctx: JourneyContext, sandbox) -> None:

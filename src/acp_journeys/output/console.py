@@ -27,6 +27,7 @@ from acp_journeys.output.logtext import one_line
 from acp_journeys.output.redact import Redactor
 from acp_journeys.rules import catalog
 from acp_journeys.rules.evidence import JourneyResult, ProcessEvidence, RunResult
+from acp_journeys.rules.gate import Gate
 from acp_journeys.rules.judge import bound_text
 
 STDERR_LINES = 5
@@ -111,7 +112,9 @@ class Wait:
         return f"{self.journey} on {self.what}, {self.waited_s:.0f} s of its {self.bound_s:g} s bound"
 
 
-def table(result: RunResult) -> str:
+def table(result: RunResult, gate: Gate | None = None) -> str:
+    """The verdict table; `gate`: the gate's word, said instead of the verdict when it refuses the
+    result or finds it partial (a result the gate refuses never reads as a pass)."""
     width = max([len(one_line(j.id)) for j in result.journeys] + [7])
     lines = [f"{'journey':<{width}}  verdict  seconds  failures"]
     for j in result.journeys:
@@ -120,7 +123,10 @@ def table(result: RunResult) -> str:
     lines.append("")
     total = len(result.journeys)
     partial = " (partial: the run was stopped)" if result.partial else ""
-    lines.append(f"verdict: {result.verdict.upper()}: {result.passed} of {total} journeys passed{partial}")
+    word = "PARTIAL" if result.partial else result.verdict.upper()
+    if gate is not None and gate.word in ("PARTIAL", "REFUSED"):
+        word, partial = gate.word, f" ({one_line(gate.why)})" if gate.why else partial
+    lines.append(f"verdict: {word}: {result.passed} of {total} journeys passed{partial}")
     for section in SECTIONS:
         more = section(result)
         if more:

@@ -79,7 +79,7 @@ def _el(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> 
 
 
 def _stderr(journey: JourneyResult) -> str:
-    parts = [f"--- agent process {p.index} (stderr tail of {p.stderr_bytes} bytes) ---\n{p.stderr_tail}"
+    parts = [f"--- agent process {p.index + 1} (stderr tail of {p.stderr_bytes} bytes) ---\n{p.stderr_tail}"
              for p in journey.evidence.processes if p.stderr_tail]
     return "\n".join(parts)
 

@@ -36,6 +36,7 @@ from acp_journeys.rules.evidence import JourneyResult, RunResult
 
 if TYPE_CHECKING:
     from acp_journeys.rules.baseline import BaselineOutcome
+    from acp_journeys.rules.gate import Gate
 
 GITHUB_SUMMARY_LIMIT = 65535
 STDERR_TAIL_CHARS = 3000
@@ -162,13 +163,17 @@ def _render(block: _Block) -> str:
     return block.heading + code_fence(block.body) + "\n"
 
 
-def _verdict_of(result: RunResult, baseline: BaselineOutcome | None) -> str:
+def _verdict_of(result: RunResult, baseline: BaselineOutcome | None, gate: Gate | None = None) -> str:
+    if gate is not None and gate.word in ("PARTIAL", "REFUSED"):
+        return gate.word.lower()  # the gate's word: a result it refuses is never shown as a pass
+    if result.partial:
+        return "partial"
     return baseline.verdict if baseline is not None else result.verdict
 
 
-def summary_title(result: RunResult, baseline: BaselineOutcome | None = None) -> str:
-    """The title line's text without Markdown: the verdict and the counts."""
-    verdict = _verdict_of(result, baseline)
+def summary_title(result: RunResult, baseline: BaselineOutcome | None = None, gate: Gate | None = None) -> str:
+    """The title line's text without Markdown: the verdict (the gate's word, when it refuses) and the counts."""
+    verdict = _verdict_of(result, baseline, gate)
     n = {v: sum(1 for j in result.journeys if j.verdict == v) for v in ("pass", "fail", "error")}
     counts = f"{n['pass']} of {len(result.journeys)} journeys passed, {n['fail']} failed"
     if n["error"]:
@@ -178,13 +183,15 @@ def summary_title(result: RunResult, baseline: BaselineOutcome | None = None) ->
         extra = (f"; baseline: {len(baseline.expected)} expected, {len(baseline.new)} new, "
                  f"{len(baseline.stale)} stale")
     partial = "; partial run" if result.partial else ""
-    return f"ACP journeys: {verdict} — {counts}{extra}{partial}"
+    why = f"; {gate.why}" if gate is not None and gate.why and gate.word in ("PARTIAL", "REFUSED") else ""
+    return f"ACP journeys: {verdict} — {counts}{extra}{partial if not why else why}"
 
 
 def _blocks(result: RunResult, docs_url: str, baseline: BaselineOutcome | None,
-            report_link: str | None = None) -> list[_Block]:
-    verdict = _verdict_of(result, baseline)
-    blocks: list[_Block] = [f"## {_ICONS.get(verdict, '❌')} {escape_markdown(summary_title(result, baseline))}\n\n"]
+            report_link: str | None = None, gate: Gate | None = None) -> list[_Block]:
+    verdict = _verdict_of(result, baseline, gate)
+    title = escape_markdown(summary_title(result, baseline, gate))
+    blocks: list[_Block] = [f"## {_ICONS.get(verdict, '❌')} {title}\n\n"]
     if result.agent_command:
         blocks.append(f"Agent command: {escape_markdown(' '.join(result.agent_command))}\n\n")
     if report_link and _safe_url(report_link):
@@ -236,7 +243,7 @@ def _blocks(result: RunResult, docs_url: str, baseline: BaselineOutcome | None,
         for j, p in tails:
             tail = p.stderr_tail[-STDERR_TAIL_CHARS:]
             shown = f"last {len(tail)} characters of {p.stderr_bytes} bytes" if p.stderr_bytes else "tail"
-            blocks.append(_Fence(f"{escape_markdown(j.id)}, agent process {p.index} ({shown}):\n\n", tail))
+            blocks.append(_Fence(f"{escape_markdown(j.id)}, agent process {p.index + 1} ({shown}):\n\n", tail))
     return blocks
 
 
@@ -260,12 +267,14 @@ def cut_marker(limit: int) -> str:
 
 
 def summary_markdown(result: RunResult, *, docs_url: str, limit: int = GITHUB_SUMMARY_LIMIT,
-                     baseline: BaselineOutcome | None = None, report_link: str | None = None) -> str:
+                     baseline: BaselineOutcome | None = None, report_link: str | None = None,
+                     gate: Gate | None = None) -> str:
     """The Markdown summary of `result`, at most `limit` characters (see the module's rules);
-    `report_link`, an http(s) URL, is where the HTML report is (the run's artifact)."""
+    `report_link`, an http(s) URL, is where the HTML report is (the run's artifact); `gate`: the
+    gate's word, which the title says when it refuses the result or finds it partial."""
     if limit < MIN_LIMIT:
         raise ValueError(f"limit must be at least {MIN_LIMIT} characters")
-    blocks = _blocks(result, docs_url, baseline, report_link)
+    blocks = _blocks(result, docs_url, baseline, report_link, gate)
     rendered = [_render(b) for b in blocks]
     if sum(len(r) for r in rendered) <= limit:
         return "".join(rendered)

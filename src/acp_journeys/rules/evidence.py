@@ -115,6 +115,24 @@ class AgentRequestEvidence(_Model):
     error_code: int
 
 
+class BoundHit(_Model):
+    """A count that the agent controls went over the bound of what we keep: the first ones are
+    kept, the rest counted. What the judge needs of the rest is kept apart (see editor/session.py)."""
+
+    what: str
+    """What was counted: "tool calls", "permission requests", "MCP calls"..."""
+    seen: int
+    kept: int
+    kept_what: str = "kept"
+    """What `kept` counts, when not the first ones of `what` themselves."""
+    turn: str | None = None
+    """The turn it happened in (its name), None for the journey as a whole."""
+
+    def sentence(self) -> str:
+        where = f"turn {self.turn}: " if self.turn else ""
+        return f"{where}{self.seen:,} {self.what}, the first {self.kept:,} {self.kept_what}"
+
+
 class TurnEvidence(_Model):
     name: str
     process: int
@@ -175,6 +193,8 @@ class JourneyEvidence(_Model):
     """The agent was pointed at the scripted model endpoint (`run --model-stub`)."""
     model_requests: list[dict[str, Any]] = Field(default_factory=list)
     """What the agent sent the scripted model endpoint in this journey, and what it decided."""
+    bounds_hit: list[BoundHit] = Field(default_factory=list)
+    """Each count of the agent's that went over what we keep ("20,000 tool calls, the first 200 kept")."""
     stopped_early: str | None = None
     """Why the journey's script stopped before its end (the agent exited, a bound ran out...)."""
     interrupted: bool = False

@@ -151,6 +151,9 @@ def judge_journey(evidence: JourneyEvidence, *, strict: bool = False,
             findings.add("schema-violation", warning.message)
         elif strict and warning.kind in ("not-json", "too-long", "not-jsonrpc"):
             findings.add("stdout-not-protocol", warning.message)
+    for hit in evidence.bounds_hit:
+        # The journey is judged on what was kept and counted (see editor/session.py); say so.
+        warnings.append(f"over a bound of acp-journeys: {hit.sentence()}")
     for turn in evidence.turns:
         if turn.late_updates:
             warnings.append(f"turn {turn.name}: updates after the answer to session/prompt: "

@@ -68,6 +68,9 @@ class RequestRecord:
     side_request: str | None = None  # why this request is not a journey turn; None for a turn
     sent: list[dict[str, Any]] = field(default_factory=list)  # per message: role, clipped masked text
     error: str | None = None
+    retried: dict[str, Any] | None = None
+    """The decision retries a refused call with the argument that its refusal named (its tool,
+    the argument, the value, the refusal's first line): the model followed the agent."""
     seconds: float = 0.0  # from arrival to the answer being ready (the record is made before it goes out)
 
     def to_dict(self) -> dict[str, Any]:
