@@ -13,6 +13,15 @@ image description, tools in Markdown, a Python cell as the only tool.
 
 prime-agent-image.json and prime-agent-plan.json are the last requests of prime-agent 0.8.0 (built
 from its source) in image-and-file and in a Plan prompt, cut down the same way.
+
+gemini-cli-*.json are what Gemini CLI 0.61.0 (`--acp`, GOOGLE_GEMINI_BASE_URL at the stub) sent on
+2026-12-03, cut down the same way (its system prompt shortened, the descriptions of tools other
+than run_shell_command and read_file shortened, paths of the machine replaced, the markers
+swapped for ones of the journeys' shape): a turn, the `sleep 120` turn, the countTokens it asks
+before a turn with an image, the image-and-file turn, and its last request, after read_file
+refused a path outside its workspace and `cat` ran instead (the output wrapped in
+`<untrusted_context>`). It sent them to `:streamGenerateContent?alt=sse`; here they go to
+`:generateContent` (the same request, answered as JSON) and the sleep one also to the stream.
 """
 
 from __future__ import annotations
@@ -395,3 +404,54 @@ def test_qwen_code_refusal_names_is_background_and_it_is_set() -> None:
                               (refusal, {"command": "sleep 120", "is_background": True})):
         plain = after(result, arguments)
         assert plain.call is None and plain.retried is None and "did not finish" in plain.text
+
+
+GEMINI = "/v1beta/models/gemini-2.5-flash"
+
+
+def gemini_part(stub: ModelStub, name: str) -> dict[str, Any]:
+    status, answer = post(stub, f"{GEMINI}:generateContent", json.loads((DATA / name).read_text()))
+    assert status == 200, answer
+    [candidate] = answer["candidates"]
+    assert candidate["finishReason"] == "STOP"
+    [part] = candidate["content"]["parts"]
+    return part
+
+
+def test_gemini_cli_turn_and_sleep_as_it_sent_them(stub: ModelStub) -> None:
+    body = json.loads((DATA / "gemini-cli-turn.json").read_text())
+    assert [c["role"] for c in body["contents"]] == ["user"] and "parametersJsonSchema" in json.dumps(body["tools"])
+    assert gemini_part(stub, "gemini-cli-turn.json") == {"text": "OK-7Q2M4K9X"}
+    part = gemini_part(stub, "gemini-cli-sleep.json")
+    assert part["functionCall"]["name"] == "run_shell_command"
+    assert part["functionCall"]["args"]["command"] == "sleep 120", part
+    turn, sleep = stub.records.snapshot(tag="t1")
+    assert (turn.dialect, turn.intent, sleep.intent) == ("gemini-generate", "reply", "shell")
+    assert "run_shell_command" in sleep.tools_offered and "read_file" in sleep.tools_offered
+    # The route it used: SSE events, each a whole response; the call comes whole in one.
+    request = urllib.request.Request(stub.url_for("t2") + f"{GEMINI}:streamGenerateContent?alt=sse",
+                                     (DATA / "gemini-cli-sleep.json").read_bytes(), {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.headers["Content-Type"].startswith("text/event-stream")
+        events = [json.loads(line[6:]) for line in response.read().decode().splitlines() if line.startswith("data: ")]
+    calls = [p["functionCall"] for e in events for p in e["candidates"][0]["content"]["parts"] if "functionCall" in p]
+    assert [c["args"]["command"] for c in calls] == ["sleep 120"]
+    assert events[-1]["candidates"][0]["finishReason"] == "STOP" and "usageMetadata" in events[-1]
+
+
+def test_gemini_cli_image_turn_count_tokens_then_read_then_the_answer(stub: ModelStub) -> None:
+    """countTokens (a 404 once) is answered with a count and is no turn; the image turn gets a
+    read_file call of the note; its last request (read_file refused the path, cat ran, its output
+    framed by <untrusted_context>) gets the marker and the colour of the inline image."""
+    status, counted = post(stub, f"{GEMINI}:countTokens", json.loads((DATA / "gemini-cli-count-tokens.json").read_text()))
+    assert status == 200 and isinstance(counted["totalTokens"], int) and counted["totalTokens"] > 0, counted
+    part = gemini_part(stub, "gemini-cli-image.json")
+    assert part["functionCall"] == {"name": "read_file", "args": {"file_path": prompts.NOTE_PATH}}, part
+    assert gemini_part(stub, "gemini-cli-image-read.json") == {"text": "FILE-3RW8D2QT red"}
+    count, first, last = stub.records.snapshot(tag="t1")
+    assert (count.why, count.intent, count.status) == ("count_tokens", None, 200)
+    assert first.intent == last.intent == "read_and_look"
+    assert first.image_present and first.image_decoded and last.image_decoded
+    # A countTokens with no contents is refused as a turn would be.
+    status, refused = post(stub, f"{GEMINI}:countTokens", {"contents": []})
+    assert status == 400 and refused["error"]["status"] == "INVALID_ARGUMENT", refused
