@@ -455,3 +455,86 @@ def test_gemini_cli_image_turn_count_tokens_then_read_then_the_answer(stub: Mode
     # A countTokens with no contents is refused as a turn would be.
     status, refused = post(stub, f"{GEMINI}:countTokens", {"contents": []})
     assert status == 400 and refused["error"]["status"] == "INVALID_ARGUMENT", refused
+
+
+def test_qwen_code_refusal_that_offers_a_foreground_comment_keeps_the_sleep_in_the_foreground() -> None:
+    """Qwen Code 0.24.4's whole refusal of a standalone sleep also offers to keep it in the
+    foreground with a trailing `# intentional-sleep: <reason>` comment. The prompt says to wait
+    for it, so the retry takes that way (its background job would outlive the turn's cancel,
+    which is not what was asked): once, and not again when the comment is already there."""
+    shell = ToolSpec("run_shell_command", {"type": "object", "required": ["command"], "properties": {
+        "command": {"type": "string"}, "description": {"type": "string"}, "is_background": {"type": "boolean"}}})
+    prompt = Message("user", (prompts.run_sleep(),))
+    refusal = ("Blocked: standalone sleep 120. Run blocking commands in the background with is_background: true. "
+               "For streaming events (watching logs, polling APIs), use the Monitor tool. If you genuinely need a "
+               "standalone delay (rate limiting, deliberate pacing), add a trailing comment like "
+               "`# intentional-sleep: wait for MCP rate limit reset` (up to 10 minutes).")
+
+    def after(*steps: tuple[dict, str, bool]) -> Decision:
+        messages = [prompt]
+        for i, (arguments, result, error) in enumerate(steps):
+            call = ToolCall(f"c{i}", "run_shell_command", arguments)
+            messages += [Message("assistant", tool_calls=(call,)),
+                         Message("tool", tool_results=(ToolResult(f"c{i}", result, is_error=error),))]
+        return decide(Conversation(tuple(messages), (shell,)))
+
+    retry = after(({"command": "sleep 120", "is_background": False}, refusal, True))
+    assert retry.call is not None
+    assert retry.call.arguments == {"command": "sleep 120 # intentional-sleep: the user asked to run it and wait for it",
+                                    "is_background": False}, retry.call.arguments
+    assert retry.retried is not None and retry.retried["argument"] == "command"
+    assert "keeps it in the foreground" in retry.why
+    done = after(({"command": "sleep 120"}, refusal, True), (retry.call.arguments, "", False))
+    assert done.call is None and done.text == "Done: `sleep 120` finished."
+    again = after(({"command": "sleep 120"}, refusal, True), (retry.call.arguments, refusal, True))
+    assert again.call is None and "did not finish" in again.text
+
+
+def test_qwen_code_defers_mcp_tools_behind_tool_search_and_the_stub_searches_then_calls_through_tool_call() -> None:
+    """Qwen Code 0.24.4 offers the model no mcp__rondar__* tool but tool_search (a `query`, e.g.
+    `select:<name>`) and tool_call (`name`, `arguments`), and lists the deferred names in a
+    reminder. The stub does as a model would: search for create_plan, call what the search
+    declared through tool_call, then the same for get_plan, then reply with the plan id."""
+    shell = ToolSpec("run_shell_command", {"type": "object", "required": ["command"],
+                                           "properties": {"command": {"type": "string"}}})
+    search = ToolSpec("tool_search", {"type": "object", "required": ["query"], "properties": {
+        "query": {"type": "string"}, "max_results": {"type": "integer"}}})
+    bridge = ToolSpec("tool_call", {"type": "object", "required": ["name", "arguments"], "properties": {
+        "name": {"type": "string"}, "arguments": {"type": "object"}}})
+    title = prompts.PLAN_TITLE_SAVED_PLAN
+    reminder = Message("user", ("Deferred tools: mcp__rondar__create_plan, mcp__rondar__get_plan.",))
+    prompt = Message("user", (prompts.plan_turn("/w/plan-input.txt", title),))
+
+    def declared(name: str, props: dict) -> str:
+        return "<functions><function>" + json.dumps({"name": name, "description": "d", "parametersJsonSchema": {
+            "type": "object", "required": sorted(props), "properties": props}}) + "</function></functions>"
+
+    def after(*steps: tuple[str, dict, str]) -> Decision:
+        messages = [reminder, prompt]
+        for i, (name, arguments, result) in enumerate(steps):
+            messages += [Message("assistant", tool_calls=(ToolCall(f"c{i}", name, arguments),)),
+                         Message("tool", tool_results=(ToolResult(f"c{i}", result),))]
+        return decide(Conversation(tuple(messages), (shell, search, bridge)))
+
+    cat = ("run_shell_command", {"command": "cat /w/plan-input.txt"}, "INPUT-7HQ2M4KX")
+    first = after(cat)
+    assert first.call is not None and (first.call.name, first.call.arguments) == (
+        "tool_search", {"query": "select:mcp__rondar__create_plan"}), first
+    found = ("tool_search", first.call.arguments,
+             declared("mcp__rondar__create_plan", {"title": {"type": "string"}, "description": {"type": "string"}}))
+    create = after(cat, found)
+    assert create.call is not None and create.call.name == "tool_call", create
+    assert create.call.arguments == {"name": "mcp__rondar__create_plan",
+                                     "arguments": {"title": title, "description": "INPUT-7HQ2M4KX"}}
+    created = ("tool_call", create.call.arguments, '{"id": "PLAN-4K8Q2W7Z"}')
+    search_get = after(cat, found, created)
+    assert search_get.call is not None and search_get.call.arguments == {"query": "select:mcp__rondar__get_plan"}
+    found_get = ("tool_search", search_get.call.arguments, declared("mcp__rondar__get_plan", {"plan_id": {"type": "string"}}))
+    get = after(cat, found, created, found_get)
+    assert get.call is not None and get.call.arguments == {"name": "mcp__rondar__get_plan",
+                                                           "arguments": {"plan_id": "PLAN-4K8Q2W7Z"}}
+    done = after(cat, found, created, found_get, ("tool_call", get.call.arguments, '{"id": "PLAN-4K8Q2W7Z"}'))
+    assert done.call is None and done.text == "PLAN-4K8Q2W7Z"
+    # A search that finds nothing is not repeated: the turn ends saying why.
+    missing = after(cat, ("tool_search", first.call.arguments, "No tools found matching 'x'."))
+    assert missing.call is None and "no create_plan tool" in missing.text
