@@ -134,7 +134,7 @@ def test_requests_for_capabilities_never_offered_are_refused_and_recorded(tmp_pa
 
 
 @pytest.mark.parametrize("tracking", ["subreaper", "cgroup"])
-@pytest.mark.parametrize("defect", ["helper-holds-stderr", "leave-daemon"])
+@pytest.mark.parametrize("defect", ["helper-holds-stderr", "leave-daemon", "leave-detached-helper"])
 def test_leftovers_are_found_by_either_tracking_and_it_is_recorded(defect, tracking, tmp_path):
     """A helper with a whitelisted environment (no token) and a double-forked daemon are the
     agent's under the subreaper's descent tracking too; result.json says which tracking ran."""
@@ -146,6 +146,26 @@ def test_leftovers_are_found_by_either_tracking_and_it_is_recorded(defect, track
     assert method == "subreaper" if tracking == "subreaper" else method.startswith("cgroup-v")
     [process] = outcome.result["journeys"][0]["evidence"]["processes"]
     assert process["killed_after"] is None and process["exited_at"] - process["stdin_closed_at"] < 5
+
+
+def test_a_detached_helper_is_left_in_every_journey_at_once_under_the_subreaper(tmp_path):
+    """Issue 23: 7 agents at once, each leaving an orphan that is in no session of theirs and has
+    no token: under the runner alone as subreaper it passed in 6 of 7; with a holder of its own
+    per agent process every orphan is its agent's, named in its journey, and killed."""
+    import psutil
+
+    outcome = run_journeys(reference_agent("leave-detached-helper"), tmp_path, "--tracking", "subreaper")
+    assert outcome.failures() == every("process-left"), outcome.stdout
+    assert outcome.result["launch"]["tracking"] == "subreaper"
+    pids = set()
+    for journey in outcome.result["journeys"]:
+        first = journey["evidence"]["processes"][0]  # session/new runs in the first process
+        [left] = first["leftovers"]
+        assert left["argv"] == ["sleep", "300"], left
+        assert f"left pid {left['pid']} `sleep 300`" in journey["failures"][0]["detail"]
+        pids.add(left["pid"])
+        assert not psutil.pid_exists(left["pid"]) or psutil.Process(left["pid"]).status() == psutil.STATUS_ZOMBIE
+    assert len(pids) == 7
 
 
 def test_the_reference_agent_passes_under_the_subreaper_tracking(tmp_path):
