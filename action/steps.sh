@@ -97,6 +97,18 @@ is_true() {
     esac
 }
 
+# The network of the agent image's build (its RUN steps): `default`, the engine's default bridge,
+# which reaches what the machine reaches (a cloud's metadata address on a self-hosted runner too),
+# or `none`. The engine pulls the FROM images either way.
+build_network_args() {
+    BUILD_NETWORK_ARGS=()
+    case "${1:-}" in
+    "" | default) ;;
+    none) BUILD_NETWORK_ARGS=(--network none) ;;
+    *) die "input build-network: expected default or none, got '$1'" ;;
+    esac
+}
+
 workspace() { printf '%s' "${GITHUB_WORKSPACE:-$PWD}"; }
 
 # An input path made absolute: ~/ is the home, a relative path is relative to the workspace.
@@ -359,6 +371,7 @@ step_prepare() {
     parse_env "${ACPJ_ENV:-}"
     parse_logins "${ACPJ_LOGIN:-}"
     parse_build_args "${ACPJ_BUILD_ARGS:-}"
+    build_network_args "${ACPJ_BUILD_NETWORK:-}"
     check_run_inputs
     no_newline image "${ACPJ_IMAGE:-}"
     no_newline runner-image "${ACPJ_RUNNER_IMAGE:-}"
@@ -423,13 +436,14 @@ step_build() {
     context=$(abs_path "${ACPJ_CONTEXT:-.}")
     dockerfile=$(abs_path "${ACPJ_DOCKERFILE:-${ACPJ_CONTEXT:-.}/Dockerfile}")
     parse_build_args "${ACPJ_BUILD_ARGS:-}"
+    build_network_args "${ACPJ_BUILD_NETWORK:-}"
     warn_git_token "$context"
     local labels=()
     [ -z "${GITHUB_SHA:-}" ] || labels=(--label "org.opencontainers.image.revision=$GITHUB_SHA")
-    say "building the agent image $ACPJ_AGENT_IMAGE from $dockerfile (context $context)"
+    say "building the agent image $ACPJ_AGENT_IMAGE from $dockerfile (context $context, network ${ACPJ_BUILD_NETWORK:-default})"
     local start=$SECONDS
     pause_commands  # the agent's Dockerfile prints what it likes
-    docker build "${BUILD_ARGS[@]}" "${labels[@]}" -f "$dockerfile" -t "$ACPJ_AGENT_IMAGE" "$context" \
+    docker build "${BUILD_NETWORK_ARGS[@]}" "${BUILD_ARGS[@]}" "${labels[@]}" -f "$dockerfile" -t "$ACPJ_AGENT_IMAGE" "$context" \
         || die "the agent image did not build: see the docker build output above"
     resume_commands
     say "built $ACPJ_AGENT_IMAGE in $((SECONDS - start)) s"
@@ -621,6 +635,10 @@ step_report() {
         [ -z "${!var:-}" ] || env_opts+=(-e "$var")
     done
     local cli=(report "$work/result.json" --github --check-name "${ACPJ_CHECK_NAME:-ACP journeys}")
+    # As the gate step will judge it: a partial or another commit's result is never reported as a pass.
+    journey_args "${ACPJ_JOURNEYS:-}"
+    cli+=("${JOURNEY_ARGS[@]}")
+    [ -z "${GITHUB_SHA:-}" ] || cli+=(--expect-sha "$GITHUB_SHA")
     [ -z "${ACPJ_ARTIFACT_URL:-}" ] || cli+=(--artifact-url "$ACPJ_ARTIFACT_URL")  # of the HTML report
     [ -z "${ACPJ_DOCS_URL:-}" ] || cli+=(--docs-url "$ACPJ_DOCS_URL")
     baseline_args "$work"
@@ -667,9 +685,20 @@ step_gate() {
         pause_commands
         cat "$work/verify.log"
         resume_commands
+        # A refused or partial result is no failure count: say the gate's word (verify's line above).
+        local word
+        word=$(grep -m1 -oE '^verdict: (REFUSED|PARTIAL)' "$work/verify.log" | cut -d' ' -f2) || true
         if is_true fail-on-failure "${ACPJ_FAIL_ON_FAILURE:-true}"; then
-            error "ACP journeys failed (${ACPJ_FAILED:-some} failed, ${ACPJ_PASSED:-?} passed): see the job summary"
+            if [ -n "$word" ]; then
+                error "ACP journeys: the gate says $word (see verify's verdict line above): the job fails"
+            else
+                error "ACP journeys failed (${ACPJ_FAILED:-some} failed, ${ACPJ_PASSED:-?} passed): see the job summary"
+            fi
             exit 1
+        fi
+        if [ -n "$word" ]; then
+            warn "ACP journeys: the gate says $word; fail-on-failure is false, so the job goes on"
+            return 0
         fi
         warn "ACP journeys failed (${ACPJ_FAILED:-some} failed); fail-on-failure is false, so the job goes on"
         return 0

@@ -40,6 +40,8 @@ if [ "${ACP_JOURNEYS_SKIP_DOCKER:-}" != "1" ] && [ "${ACP_JOURNEYS_SKIP_PRIVATE_
     "tests/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[leave-sleep]" \
     "tests/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[no-tool-call]" \
     "tests/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[leave-daemon]" \
+    "tests/test_docker_launch.py::test_a_daemon_named_as_our_holder_is_a_leftover" \
+    "tests/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[disguised-daemon]" \
     "tests/test_action.py::test_end_to_end_a_cancelled_run_stops_the_journeys_cleanly"
   private_code=$?
   set -e

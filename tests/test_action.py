@@ -43,14 +43,16 @@ BASE_IMAGE = os.environ.get("ACP_JOURNEYS_LOCAL_BASE", "acp-journeys/base:bookwo
 SHA = "0123456789abcdef0123456789abcdef01234567"
 TOKEN = "ghs_action-test-token-0123456789"
 PR_HEAD_SHA = "f" * 40
-UPLOAD = "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02"  # v4.6.2
+UPLOAD = "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f"  # v7.0.0
 
 ISSUE_INPUTS = {"agent-command", "context", "dockerfile", "image", "build-args", "journeys", "network", "model-stub",
                 "env",
                 "login", "runner-image", "github-token", "check-name", "fail-on-failure", "result-path",
                 "artifact-name", "docs-url", "post-check",
                 # the command line's options too (the action can do what the command line can)
-                "baseline", "timeout-scale", "strict", "parallel", "model-stub-config-templates", "settings"}
+                "baseline", "timeout-scale", "strict", "parallel", "model-stub-config-templates", "settings",
+                # the agent image's build offline (issue 23)
+                "build-network"}
 ISSUE_OUTPUTS = {"verdict", "passed", "failed", "result-path", "html-path", "check-url"}
 
 
@@ -88,6 +90,7 @@ def test_action_has_the_inputs_and_outputs_of_the_issue() -> None:
     defaults = {name: spec.get("default") for name, spec in meta["inputs"].items()}
     assert defaults["context"] == "." and defaults["journeys"] == "all"
     assert defaults["network"] == "false" and defaults["fail-on-failure"] == "true"
+    assert defaults["build-network"] == "default"  # as a plain docker build: the default bridge
     assert defaults["github-token"] == "${{ github.token }}" and defaults["check-name"] == "ACP journeys"
     assert meta["runs"]["using"] == "composite"
 
@@ -120,26 +123,49 @@ def test_action_steps_order_and_conditions() -> None:
     assert by["upload"]["with"]["name"] == "${{ inputs.artifact-name }}"
 
 
+CURRENT_PINS = {
+    # Read from each action's own repository (its release tag and the commit it names), not
+    # guessed: the current major of each, all on Node 24 (GitHub deprecated the Node 20 ones).
+    "actions/checkout": ("3d3c42e5aac5ba805825da76410c181273ba90b1", "v7.0.1"),
+    "actions/upload-artifact": ("bbbca2ddaa5d8feaa63e36b76fdaad77386f024f", "v7.0.0"),
+    "actions/download-artifact": ("3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c", "v8.0.1"),
+    "actions/setup-python": ("5fda3b95a4ea91299a34e894583c3862153e4b97", "v7.0.0"),
+    "docker/setup-buildx-action": ("37fe631027851001ddb9b187196cc803df7f5f0e", "v4.3.0"),
+    "docker/login-action": ("4907a6ddec9925e35a0a9e82d7399ccc52663121", "v4.1.0"),
+    "docker/build-push-action": ("53b7df96c91f9c12dcc8a07bcb9ccacbed38856a", "v7.3.0"),
+}
+
+
 def _uses_lines() -> list[tuple[str, str]]:
-    """(file, the text after `uses:`) of every step in our action, workflows, examples and
-    the workflow that `init` writes."""
+    """(file, the text after `uses:`) of every step in our actions, workflows, examples, the
+    workflows that `init` writes, and the workflow snippets of the docs."""
+    from acp_journeys.cli.init import matrix as init_matrix
     from acp_journeys.cli.init import workflow as init_workflow
 
     texts = {str(p.relative_to(ROOT)): p.read_text() for p in
-             [ROOT / "action.yml", *sorted((ROOT / ".github" / "workflows").glob("*.yml")),
-              *sorted((ROOT / "examples" / "workflows").glob("*.yml"))]}
+             [ROOT / "action.yml", ROOT / "merge" / "action.yml", *sorted((ROOT / ".github" / "workflows").glob("*.yml")),
+              *sorted((ROOT / "examples" / "workflows").glob("*.yml")), ROOT / "README.md",
+              *sorted((ROOT / "docs").glob("*.md")), *sorted(ROOT.glob("*.md"))]}
     texts["init template"] = init_workflow._TEMPLATE + init_workflow._JOB_TEMPLATE
+    texts["init --matrix template"] = init_matrix._TEMPLATE
     return [(name, line.split("uses:", 1)[1].strip()) for name, text in texts.items()
             for line in text.splitlines() if line.strip().startswith(("uses:", "- uses:"))]
 
 
 def test_every_action_used_is_pinned_to_a_full_commit_with_its_version() -> None:
     found = _uses_lines()
-    assert len(found) >= 10
+    assert len(found) >= 20
+    seen = set()
     for name, uses in found:
         if uses.startswith(("./", "rondar/acp-journeys@", "rondar/acp-journeys/merge@")):
             continue  # our own action: this checkout, or the version that the user picks
-        assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}  # v\d+\.\d+\.\d+", uses), (name, uses)
+        match = re.fullmatch(r"([\w.-]+/[\w.-]+)@([0-9a-f]{40})  # (v\d+\.\d+\.\d+)", uses)
+        assert match, (name, uses)
+        action, sha, version = match.groups()
+        # Every action is one we know the current release of, at exactly that commit.
+        assert CURRENT_PINS.get(action) == (sha, version), (name, uses, CURRENT_PINS.get(action))
+        seen.add(action)
+    assert {"actions/checkout", "actions/upload-artifact", "actions/download-artifact"} <= seen
 
 
 def test_checkouts_keep_no_token_in_the_git_config() -> None:
@@ -236,6 +262,29 @@ def test_example_files_are_in_place() -> None:
     assert 'verify result.json --expect-sha "$GITHUB_SHA"' in gate
 
 
+def test_the_release_gate_runs_the_runner_image_by_digest() -> None:
+    """A moving tag would change the gate's judge under a release; a digest does not."""
+    gate = load_yaml(ROOT / "examples" / "workflows" / "release-gate.yml")
+    [step] = [s for s in gate["jobs"]["acp-journeys-gate"]["steps"] if "verify" in s.get("run", "")]
+    assert re.fullmatch(r"ghcr\.io/rondar/acp-journeys@sha256:[0-9a-f]{64}", step["env"]["RUNNER_IMAGE"])
+    assert '"$RUNNER_IMAGE"' in step["run"] and "acp-journeys:v1" not in step["run"]
+
+
+def test_the_pr_check_example_gives_pull_requests_no_key_and_no_network() -> None:
+    """A fork's pull request gets no secrets: with a real key and the network, every fork PR would
+    go red. Pull requests use the scripted model; only pushes get the key and the network."""
+    workflow = load_yaml(ROOT / "examples" / "workflows" / "pr-check.yml")
+    ours = [s for s in workflow["jobs"]["acp-journeys"]["steps"]
+            if str(s.get("uses", "")).startswith("rondar/acp-journeys@")]
+    by_event = {s["if"]: s for s in ours}
+    assert set(by_event) == {"github.event_name == 'pull_request'", "github.event_name == 'push'"}
+    pr, push = by_event["github.event_name == 'pull_request'"], by_event["github.event_name == 'push'"]
+    assert pr["with"]["model-stub"] is True and "network" not in pr["with"] and "env" not in pr
+    assert "secrets." not in json.dumps(pr) and "{model_url}" in pr["with"]["settings"]
+    assert push["with"]["network"] is True and "secrets.MODEL_API_KEY" in push["env"]["MODEL_API_KEY"]
+    assert set(workflow["on"]) == {"pull_request", "push"}
+
+
 # --- the shell steps with a fake docker ---------------------------------------------------------------
 
 FAKE_DOCKER = """#!{python}
@@ -266,6 +315,7 @@ elif args[:1] == ["run"]:
     elif cli[:1] == ["verify"]:
         code = int(os.environ.get("FAKE_DOCKER_VERIFY_EXIT", "0"))
         print("verify table")
+        print(os.environ.get("FAKE_DOCKER_VERIFY_VERDICT", ""))
 with open(os.environ["FAKE_DOCKER_LOG"], "a") as fh:
     fh.write(json.dumps(record) + "\\n")
 sys.exit(code)
@@ -371,6 +421,7 @@ def test_prepare_makes_the_work_folder_and_the_agent_image_name(fake: FakeSteps)
     ({"ACPJ_FAIL_ON_FAILURE": "sometimes"}, "input fail-on-failure: expected true or false"),
     ({"ACPJ_POST_CHECK": "later"}, "input post-check: expected true or false, got 'later'"),
     ({"ACPJ_BUILD_ARGS": "=x"}, "input build-args: a line is not NAME=VALUE"),
+    ({"ACPJ_BUILD_NETWORK": "host"}, "input build-network: expected default or none, got 'host'"),
     ({"ACPJ_CONTEXT": "nowhere"}, "input context: "),
     ({"ACPJ_DOCKERFILE": "agent/Dockerfile"}, "no Dockerfile at"),
     ({"ACPJ_RESULT_PATH": "a\nb"}, "input result-path: must be one line"),
@@ -535,6 +586,18 @@ def test_build_builds_from_the_checkout_or_pulls_the_given_image(fake: FakeSteps
     assert broken.code == 2 and "the agent image did not build" in broken.log
 
 
+@pytest.mark.parametrize("value,options", [("", []), ("default", []), ("none", ["--network", "none"])])
+def test_build_network_goes_to_the_build_only(fake: FakeSteps, value: str, options: list[str]) -> None:
+    out = fake("build", ACPJ_AGENT_IMAGE="agent:x", ACPJ_BUILD_NETWORK=value)
+    assert out.code == 0, out.log
+    [build] = out.call("build")
+    assert build["argv"][:1 + len(options)] == ["build", *options]
+    assert ("--network" in build["argv"]) == bool(options)
+    assert f"network {value or 'default'}" in out.log
+    bad = fake("build", ACPJ_AGENT_IMAGE="agent:x", ACPJ_BUILD_NETWORK="bridge")
+    assert bad.code == 2 and "input build-network: expected default or none" in bad.log and bad.call("build") == []
+
+
 @pytest.mark.parametrize("config,dockerignore,warned", [
     ('[http "https://github.com/"]\n\textraheader = AUTHORIZATION: basic eC1hY2Nlc3M=\n', None, True),
     ('[remote "origin"]\n\turl = https://x-access-token:ghs_abc@github.com/o/r\n', None, True),
@@ -629,6 +692,22 @@ def test_gate_follows_fail_on_failure(fake: FakeSteps, verify_exit: int, fail_on
     assert argv[argv.index("--network") + 1] == "none" and not any("docker.sock" in a for a in argv), argv
 
 
+@pytest.mark.parametrize("word", ["REFUSED", "PARTIAL"])
+def test_gate_says_the_word_of_a_refused_or_partial_result(fake: FakeSteps, word: str) -> None:
+    """Not "0 failed, 7 passed": a refused or partial result fails the job with the gate's word."""
+    env = fake.prepared()
+    Path(env["ACPJ_WORK"], "result.json").write_text("{}")
+    out = fake("gate", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test", ACPJ_FAILED="0",
+               ACPJ_PASSED="7", FAKE_DOCKER_VERIFY_EXIT="1",
+               FAKE_DOCKER_VERIFY_VERDICT=f"verdict: {word}: 7 of 7 journeys passed (why)")
+    assert out.code == 1, out.log
+    assert f"::error::ACP journeys: the gate says {word}" in out.log and "0 failed" not in out.log
+    assert f"verdict: {word}: 7 of 7 journeys passed" in out.log
+    lenient = fake("gate", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test", ACPJ_FAIL_ON_FAILURE="false",
+                   FAKE_DOCKER_VERIFY_EXIT="1", FAKE_DOCKER_VERIFY_VERDICT=f"verdict: {word}: 7 of 7 journeys passed")
+    assert lenient.code == 0 and f"::warning::ACP journeys: the gate says {word}" in lenient.log
+
+
 def test_gate_verifies_the_journeys_that_ran(fake: FakeSteps) -> None:
     # verify calls a file without some journeys partial, unless it is told which ones ran.
     env = fake.prepared()
@@ -662,6 +741,7 @@ def test_report_shares_the_github_files_and_never_fails(fake: FakeSteps) -> None
     [call] = out.call("run")
     argv = call["argv"]
     assert call["cli"] == ["report", f"{env['ACPJ_WORK']}/result.json", "--github", "--check-name", "My check",
+                           "--expect-sha", SHA,
                            "--artifact-url", "https://github.example.test/o/r/actions/runs/1/artifacts/2"]
     assert f"{summary}:{summary}:rw" in argv and f"{event}:{event}:ro" in argv and summary.exists()
     assert argv[argv.index("--network") + 1] == "host"  # the API is on loopback
@@ -682,7 +762,12 @@ def test_report_posts_no_check_run_when_told(fake: FakeSteps, post_check: str, e
     assert out.code == 0, out.log
     [call] = out.call("run")
     assert call["cli"] == ["report", f"{env['ACPJ_WORK']}/result.json", "--github", "--check-name", "ACP journeys",
-                           *extra]
+                           "--expect-sha", SHA, *extra]
+    # The journeys that ran, as the gate step names them: a file without one is reported PARTIAL.
+    out = fake("report", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test", ACPJ_POST_CHECK=post_check,
+               ACPJ_JOURNEYS="turn-to-end")
+    [call] = out.call("run")
+    assert call["cli"][4:8] == ["ACP journeys", "--journey", "turn-to-end", "--expect-sha"]
 
 
 # --- end to end on the real engine ----------------------------------------------------------------------
@@ -951,6 +1036,36 @@ def test_end_to_end_a_config_template_serves_a_file_configured_agent(engine_imag
         _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
 
 
+NET_PROBE_DOCKERFILE = """ARG BASE_IMAGE
+FROM ${BASE_IMAGE}
+RUN python3 -c "print(*sorted(l.split(':')[0].strip() for l in open('/proc/net/dev').readlines()[2:]))" >/build-net
+"""
+
+
+@pytest.mark.parametrize("build_network,interfaces", [("none", "lo"), ("default", "eth0 lo")])
+def test_end_to_end_build_network_none_builds_offline(engine_images: None, tmp_path: Path, build_network: str,
+                                                      interfaces: str) -> None:
+    """The agent's Dockerfile's RUN steps see the interfaces of the build's network: with
+    `build-network: none` the loopback alone (nothing to reach), by default the bridge's too."""
+    workspace, temp = tmp_path / "workspace", tmp_path / "runner-temp"
+    (workspace / "probe").mkdir(parents=True)
+    temp.mkdir()
+    (workspace / "probe" / "Dockerfile").write_text(NET_PROBE_DOCKERFILE)
+    action = CompositeAction(ROOT, env=job_env(workspace, temp, GITHUB_SHA=SHA), github={"token": TOKEN},
+                             inputs={"runner-image": RUNNER_IMAGE, "agent-command": "agent --acp",
+                                     "context": "probe", "build-args": f"BASE_IMAGE={BASE_IMAGE}",
+                                     "build-network": build_network})
+    run = action.run(only=["prepare", "build"])
+    image = run.steps[0].outputs.get("agent-image", "")
+    try:
+        assert not run.failed, run.log
+        seen = subprocess.run(["docker", "run", "--rm", "--network", "none", "--entrypoint", "cat", image,
+                               "/build-net"], capture_output=True, text=True, timeout=60)
+        assert seen.stdout.strip() == interfaces, seen.stdout + seen.stderr
+    finally:
+        _cleanup_image(image)
+
+
 def test_end_to_end_a_cancelled_run_stops_the_journeys_cleanly(engine_images: None, tmp_path: Path) -> None:
     """A cancelled job: the runner sends SIGINT to the run step's shell. It reaches the journeys
     (through the step's `exec`): they stop, their containers go, and a partial result.json is
@@ -992,7 +1107,8 @@ def test_end_to_end_a_cancelled_run_stops_the_journeys_cleanly(engine_images: No
         _cleanup_image(image)
 
 
-FORGED = "\n::error title=Forged::forged by the agent\n::add-mask::journeys\n::stop-commands::forged\n::warning::forged\n"
+FORGED = ("\n::error title=Forged::forged by the agent\n::add-mask::journeys\n::stop-commands::forged\n::warning::forged\n"
+          "and ##[error]forged ##[add-mask]journeys ##[stop-commands]forged\n")
 
 # The reference agent, with workflow commands on lines of their own in its mode ids and names,
 # its tool titles, its stderr and the command line of a process it leaves behind.
@@ -1015,7 +1131,7 @@ FROM ${BASE_IMAGE}
 COPY src/acp_journeys/demo/reference_agent.py /agent/reference_agent.py
 COPY hostile/agent.py /agent/hostile_agent.py
 ENV ACP_REFERENCE_AGENT_STATE=/tmp/acp-reference-agent
-RUN printf '::error title=Forged::forged by the Dockerfile\\n::add-mask::journeys\\n'
+RUN printf '::error title=Forged::forged by the Dockerfile\\n::add-mask::journeys\\nand ##[error]forged by the Dockerfile\\n'
 """
 
 
@@ -1053,6 +1169,36 @@ def test_end_to_end_agent_text_starts_no_workflow_command(engine_images: None, t
         assert "::error::ACP journeys failed" in "\n".join(workflow_commands(run.step("gate").log))
     finally:
         _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
+
+
+def test_the_release_gate_obeys_no_workflow_command_of_the_agent(engine_images: None, tmp_path: Path) -> None:
+    """The release gate's verify step, run as GitHub runs a `run:` step (`bash -e`), on a result
+    of the workflow-command-reply fixture, whose reply verify quotes: GitHub's runner obeys none of
+    it, nor of the agent's `::` lines. The pinned image is the test's runner image (a docker shim
+    renames a digest of the user's), so the guard is tested whatever that image's own escaping does."""
+    from conftest import reference_agent, run_journeys
+
+    outcome = run_journeys(reference_agent("workflow-command-reply"), tmp_path, "--subject-sha", SHA)
+    assert outcome.code == 1 and outcome.path == tmp_path / "result.json", outcome.stderr
+    gate = load_yaml(ROOT / "examples" / "workflows" / "release-gate.yml")["jobs"]["acp-journeys-gate"]
+    [step] = [s for s in gate["steps"] if s.get("name", "").startswith("Block unless")]
+    (tmp_path / "step.sh").write_text(step["run"])
+    shim = tmp_path / "bin" / "docker"
+    shim.parent.mkdir()
+    pinned = "ghcr.io/rondar/acp-journeys@sha256:" + "ab" * 32  # as the user pins it in the step's env
+    shim.write_text("#!/bin/bash\nargs=()\nfor a in \"$@\"; do\n"
+                    f"  [ \"$a\" != {pinned} ] || a=$TEST_RUNNER_IMAGE\n  args+=(\"$a\")\ndone\n"
+                    f"exec {shutil.which('docker')} \"${{args[@]}}\"\n")
+    shim.chmod(0o755)
+    proc = subprocess.run(["bash", "-e", str(tmp_path / "step.sh")], cwd=tmp_path, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=300,
+                          env={**os.environ, "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}",
+                               "GITHUB_SHA": SHA, "RUNNER_IMAGE": pinned, "TEST_RUNNER_IMAGE": RUNNER_IMAGE})
+    assert proc.returncode == 1 and "INJECTED" in proc.stdout, proc.stdout  # verify ran and quoted the reply
+    commands = workflow_commands(proc.stdout)
+    assert len(commands) == 2 and commands[0].startswith("::stop-commands::"), commands
+    token = commands[0].removeprefix("::stop-commands::")
+    assert len(token) == 32 and commands[1] == f"::{token}::", commands
 
 
 def test_cleanup_removes_what_a_killed_run_left(engine_images: None, tmp_path: Path) -> None:

@@ -45,6 +45,13 @@ def test_list_names_every_journey_and_failure_with_its_anchor():
         for failure_id in catalog.JOURNEY_FAILURES[journey.id]:
             assert failure_id in out
     assert "#step-7" in out and "#step-2" in out
+    # Each failure line links the id's own paragraph, with the step anchor beside it.
+    lines = out.splitlines()
+    for failure_id in catalog.FAILURES:
+        mine = [l for l in lines if l.strip().startswith(failure_id + " ")]
+        assert mine or failure_id in ("interrupted", "runner-error"), failure_id  # never the agent's
+        for line in mine:
+            assert line.endswith(f"(how to fix: {catalog.DEFAULT_DOCS_URL}#failure-{failure_id})"), line
 
 
 @pytest.mark.parametrize("content,message", [

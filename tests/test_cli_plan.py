@@ -65,6 +65,22 @@ def test_each_usage_error_is_found_before_anything_starts(words: tuple[str, ...]
     assert message in usage_error(*words)
 
 
+@pytest.mark.parametrize("flag", ["--env", "--setting"])
+@pytest.mark.parametrize("option", ["1KEY=sk-secret-value", "KÉY=sk-secret-value", "A-B=sk-secret-value",
+                                    "=sk-secret-value", "A B=sk-secret-value", "KEY\x1b[31m=sk-secret-value",
+                                    "٣KEY=sk-secret-value", "A.B"])
+def test_a_name_that_is_no_variable_name_is_refused_and_the_value_never_shown(flag: str, option: str) -> None:
+    message = usage_error(flag, option, "--", "a", environ={"A.B": "x"})
+    assert f"{flag} " in message and "not an environment variable name" in message
+    assert "sk-secret-value" not in message and "\x1b" not in message
+
+
+@pytest.mark.parametrize("flag", ["--env", "--setting"])
+def test_variable_names_of_letters_digits_and_underscores_are_taken(flag: str) -> None:
+    made = plan(flag, "_A1=x", flag, "lower_case=y", "--", "a")
+    assert {**made.env, **made.settings} == {"_A1": "x", "lower_case": "y"}
+
+
 def test_journeys_keep_their_order_once_each() -> None:
     made = plan("--journey", "stop-running-turn", "--journey", "turn-to-end", "--journey", "stop-running-turn",
                 "--", "a")

@@ -92,6 +92,7 @@ def test_report_github_posts_a_check_run_and_writes_the_summary(failing_result, 
 
 
 def test_init_writes_the_workflow(tmp_path):
+    (tmp_path / "Dockerfile").write_text("FROM scratch\n")
     out = cli("init", "--path", str(tmp_path), "--agent-command", "/agent/bin/my-agent --acp")
     assert out.returncode == 0, out.stderr
     text = (tmp_path / ".github" / "workflows" / "acp-journeys.yml").read_text()

@@ -287,6 +287,67 @@ def test_a_double_forked_setsid_daemon_is_found_and_killed(image: str) -> None:
     run(with_sandbox(image, body))
 
 
+# Daemons whose command lines read as our own processes': `cat` run under the holder's name, each
+# waiting for ever on a FIFO that nobody writes (named as its last word; the bare holder reads one
+# on stdin). A command line is the agent's to choose: only pids tell ours.
+DISGUISED = """
+import os, subprocess, sys, tempfile
+holder = sys.argv[1]
+for words in ([], ["hold"], ["ps"], ["kill"], ["run"]):
+    folder = tempfile.mkdtemp()
+    fifo = os.path.join(folder, words[-1] if words else "stdin")
+    os.mkfifo(fifo)
+    stdin = os.open(fifo, os.O_RDWR) if not words else subprocess.DEVNULL
+    subprocess.Popen([holder, *words], executable="/bin/cat", cwd=folder, stdin=stdin,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+print('disguised', flush=True)
+"""
+
+
+def test_a_daemon_named_as_our_holder_is_a_leftover(image: str) -> None:
+    async def body(sb: DockerSandbox, launcher: DockerLauncher) -> None:
+        proc = await sb.start_agent([*py(DISGUISED), agent_side.HOLDER])
+        assert await read_bytes(proc.read_stdout, 10) == b"disguised\n"
+        assert await proc.wait(10) == 0
+        expected = sorted([(agent_side.HOLDER,), (agent_side.HOLDER, "hold"), (agent_side.HOLDER, "ps"),
+                           (agent_side.HOLDER, "kill"), (agent_side.HOLDER, "run")])
+        # The holder's own `ps` (as off the engine's host) sees them too, and not itself or PID 1.
+        assert sorted(p.cmdline for p in await sb._list_with_holder()) == expected
+        leftovers = await sb.collect_leftovers()
+        assert sorted(p.cmdline for p in leftovers) == expected, leftovers
+        assert all(p.pid > 1 for p in leftovers)
+        assert await sb.agent_processes() == []
+
+    run(with_sandbox(image, body))
+
+
+def test_a_helper_exec_of_ours_is_never_listed_while_it_runs(image: str) -> None:
+    """`holder kill` of an agent that ignores SIGTERM runs for its whole grace: a listing meanwhile
+    knows the helper by its exec's host pid and lists only the agent."""
+    async def body(sb: DockerSandbox, _: DockerLauncher) -> None:
+        code = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('deaf', flush=True)\ntime.sleep(60)"
+        proc = await sb.start_agent(py(code))
+        assert await read_bytes(proc.read_stdout, 5) == b"deaf\n"
+        kill = asyncio.ensure_future(sb._helper(["kill", "1500", str(proc.pid)]))
+        try:
+            deadline = time.monotonic() + 1.0
+            while not sb._helper_execs and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            assert sb._helper_execs, "the helper did not start"
+            listed = []
+            grace_ends = time.monotonic() + 1.2  # before the SIGKILL (the agent is then a zombie a while)
+            while time.monotonic() < grace_ends:
+                listed.append([p.cmdline for p in await sb.agent_processes()])
+            assert sb._helper_execs, "the helper ended before its grace"
+            assert listed and all(seen == [tuple(py(code))] for seen in listed), [s for s in listed if s != [tuple(py(code))]]
+        finally:
+            assert (await kill)[0] == 0
+        assert await proc.wait(5) is not None  # SIGKILLed after the grace
+        assert await sb.collect_leftovers() == []
+
+    run(with_sandbox(image, body))
+
+
 def test_the_mcp_relay_reaches_the_runner_and_counts_as_a_leftover(image: str) -> None:
     async def body(sb: DockerSandbox, _: DockerLauncher) -> None:
         async def upper(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -344,6 +405,89 @@ def test_a_memory_hog_is_held_by_the_memory_limit(image: str) -> None:
         assert await read_bytes(again.read_stdout, 14) == b"after the hog\n"
 
     run(with_sandbox(image, body, memory="128m"))
+
+
+NOFILE_PROBE = """
+import resource, subprocess, sys
+print(*resource.getrlimit(resource.RLIMIT_NOFILE))
+try:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    print('raised')
+except (ValueError, OSError):
+    print('kept')
+print(subprocess.run(['sh', '-c', 'ulimit -n'], capture_output=True, text=True).stdout.strip())
+"""
+
+
+def test_open_files_are_limited_and_the_disk_where_the_engine_can(image: str, engine: Any) -> None:
+    async def body(sb: DockerSandbox, launcher: DockerLauncher) -> None:
+        proc = await sb.start_agent(py(NOFILE_PROBE))
+        limits, raised, child = (await read_all(proc.read_stdout)).decode().splitlines()
+        # Ours, whatever the engine's default (20,000 here, often 1,048,576), and the agent's
+        # processes cannot raise it (no CAP_SYS_RESOURCE), nor their children.
+        assert limits.split() == ["1000", "1000"] and raised == "kept" and child == "1000"
+        assert launcher.describe()["nofile"] == 1000
+        host_config = engine.api.inspect_container(sb.container_id)["HostConfig"]
+        facts = launcher.describe()
+        info = engine.api.info()
+        status = dict(info.get("DriverStatus") or [])
+        if info["Driver"] == "overlay2" and status.get("Backing Filesystem") != "xfs":
+            assert facts["disk"] is None and "overlay2 on " in facts["disk_note"], facts
+            assert not host_config.get("StorageOpt")
+            # An engine asked anyway (as for a driver whose status tells nothing) refuses: no bound,
+            # the engine's reason, and the run goes on.
+            bound, note = await launcher._disk_bound(docker, {"Driver": "overlay2",
+                                                             "DriverStatus": [["Backing Filesystem", "xfs"]]})
+            assert bound is None and "refused a size" in note, note
+        elif facts["disk"] is not None:
+            assert host_config["StorageOpt"] == {"size": facts["disk"]}
+        else:
+            assert facts["disk_note"] and not host_config.get("StorageOpt")
+
+    run(with_sandbox(image, body, nofile=1000))
+
+
+def test_the_default_open_files_limit_is_at_most_65536(image: str) -> None:
+    async def body(sb: DockerSandbox, launcher: DockerLauncher) -> None:
+        proc = await sb.start_agent(py(NOFILE_PROBE))
+        soft, hard = map(int, (await read_all(proc.read_stdout)).decode().split()[:2])
+        assert soft == hard <= 65536 and launcher.describe()["nofile"] == 65536
+
+    run(with_sandbox(image, body))
+
+
+ENVIRON_PROBE = """
+import os
+seen = set()
+for name in os.listdir('/proc'):
+    if name.isdigit():
+        try:
+            seen |= set(open(f'/proc/{name}/environ', 'rb').read().split(b'\\0'))
+        except OSError:
+            pass
+print(os.getppid(), len(seen))
+print('\\n'.join(sorted(e.decode('utf-8', 'replace') for e in seen if e)))
+"""
+
+
+def test_the_runners_environment_is_out_of_the_agents_reach(image: str, engine: Any) -> None:
+    """Unlike local mode (test_local_isolation), no process of the runner is in the container's
+    pid namespace: no /proc/<pid>/environ there holds the runner's environment."""
+    ours = {e.decode() for e in Path("/proc/self/environ").read_bytes().split(b"\0") if e}
+    marker = f"ACPJ_PROBE_{uuid.uuid4().hex[:8]}"
+
+    async def body(sb: DockerSandbox, _: DockerLauncher) -> None:
+        proc = await sb.start_agent(py(ENVIRON_PROBE))
+        first, *entries = (await read_all(proc.read_stdout)).decode().splitlines()
+        assert first.split()[0] == "0"  # the exec's parent is outside the namespace
+        assert f"{marker}=1" in entries  # the agent's own, given with env: the probe sees what there is
+        # Of the runner's own environment, only what the image's own happens to share (or HOME,
+        # which the engine sets).
+        shared = {e for e in entries if e in ours} - image_env
+        assert {e.split("=", 1)[0] for e in shared} <= {"HOME"}, shared
+
+    image_env = set(engine.api.inspect_image(image)["Config"].get("Env") or [])
+    run(with_sandbox(image, body, env={marker: "1"}))
 
 
 NET_PROBE = """

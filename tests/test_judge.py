@@ -215,7 +215,8 @@ def judged(e: JourneyEvidence, *, strict: bool = False) -> Judgement:
     for failure in judgement.failures:
         assert failure.id in allowed, f"{failure.id} is not in catalog.JOURNEY_FAILURES[{e.journey!r}]"
         assert failure.doc == catalog.doc_link(catalog.anchor_for(failure.id, e.journey), DOCS)
-        assert failure.message == catalog.FAILURES[failure.id].message
+        kind = catalog.FAILURES[failure.id]
+        assert failure.message in [kind.message] + [m for _, m in kind.causes]
     assert len(set(judgement.failure_ids)) == len(judgement.failure_ids)
     assert (judgement.verdict == "pass") == (not judgement.failures)
     return judgement
@@ -304,13 +305,40 @@ def test_no_answer_to_initialize_in_time_fails_the_protocol_version_check() -> N
                                              initialize_timed_out=True, agent_capabilities=None),
                            "initialize-protocol-version")
     assert "no answer to initialize within the bound" in detail(judgement, "initialize-protocol-version")
+    # The message fits the cause: no protocolVersion advice first for an agent that said nothing.
+    message = next(f.message for f in judgement.failures if f.id == "initialize-protocol-version")
+    assert message.startswith("initialize got no answer within the bound: answer initialize first")
+
+
+def test_a_hit_bound_is_named_with_the_timeout_scale_that_made_it() -> None:
+    e = initialize_failed(initialize_raw=None, initialize_answered_at=None, initialize_timed_out=True,
+                          agent_capabilities=None, initialize_bound_s=12.0)
+    judgement = judge_journey(e, docs_url=DOCS, timeout_scale=0.2)
+    assert detail(judgement, "initialize-protocol-version") == (
+        "process 1: no answer to initialize within 12 s (60 s × --timeout-scale 0.2); raise --timeout-scale "
+        "if your model is slow")
+    turn = TurnEvidence(name="reply", process=0, prompt_text="p", sent_at=1.0, timed_out=True, bound_s=36.0)
+    timed_out = judge_journey(journey("turn-to-end", markers={"reply": REPLY}, turns=[turn],
+                                      stopped_early="turn reply got no answer within the bound"),
+                              docs_url=DOCS, timeout_scale=0.2)
+    assert "turn reply: session/prompt got no answer within 36 s (180 s × --timeout-scale 0.2); raise " \
+           "--timeout-scale if your model is slow" in detail(timed_out, "timeout")
+    # The scale is text only: the verdict and the ids are the same at any scale.
+    assert judge_journey(e, docs_url=DOCS, timeout_scale=3.0).failure_ids == judgement.failure_ids
 
 
 def test_a_process_that_ends_before_answering_initialize_fails_twice() -> None:
     e = initialize_failed(initialize_raw=None, initialize_answered_at=None, agent_capabilities=None,
                           stdin_closed_at=None, exited_before_stdin_close=True, exited_at=0.3, exit_code=127)
     judgement = fails_with(e, "initialize-protocol-version", "agent-exited")
-    assert "exit code 127" in detail(judgement, "initialize-protocol-version")
+    assert "exited with code 127 before it answered initialize" in detail(judgement, "initialize-protocol-version")
+    # A crash says so first; the protocolVersion advice is for an answer with the wrong version.
+    message = next(f.message for f in judgement.failures if f.id == "initialize-protocol-version")
+    assert message.startswith("the agent exited before it answered initialize") and "protocolVersion" not in message
+    wrong = fails_with(with_process(turn_to_end(), initialize_raw='{"jsonrpc":"2.0","id":1,"result":'
+                                                                  '{"protocolVersion":"1"}}'),
+                       "initialize-protocol-version")
+    assert wrong.failures[0].message == catalog.FAILURES["initialize-protocol-version"].message
 
 
 def test_a_process_that_could_not_start_is_agent_exited_only() -> None:

@@ -79,6 +79,38 @@ def tempfile_root() -> str:
     return os.path.join(tempfile.gettempdir(), "acp-journeys-")
 
 
+# Before it becomes the agent: every ancestor's environment that /proc shows this user, searched
+# for the runner's variable (the line that local mode does not draw: docs/security.md).
+PEEK = r"""
+import os, sys
+pid, found = os.getppid(), []
+while pid > 1:
+    try:
+        env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+        stat = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        break
+    found += [e.decode() for e in env if e.startswith(b"ACPJ_RUNNER_ONLY=")]
+    pid = int(stat.rsplit(")", 1)[1].split()[1])
+with open(os.path.join(os.environ["ACPJ_DUMP"], f"{os.getpid()}.peek"), "w") as f:
+    f.write("\n".join(found))
+os.execvp(sys.argv[1], sys.argv[1:])
+"""
+
+
+def test_the_minimal_environment_is_no_secret_boundary(tmp_path: Path) -> None:
+    """Local mode leaves the runner's environment out of the agent's, yet an agent of the same
+    user reads it from /proc/<its parent>/environ: a secret of the runner is the agent's to take
+    (docker mode keeps it out: another pid namespace). Documented, not hidden."""
+    folder = tmp_path / "dumps"
+    folder.mkdir()
+    outcome = run_journeys([sys.executable, "-c", PEEK, *reference_agent()], tmp_path, "--journey", "turn-to-end",
+                           "--setting", f"ACPJ_DUMP={folder}", env={"ACPJ_RUNNER_ONLY": "runner-private-value"})
+    assert outcome.code == 0, outcome.stdout + outcome.stderr
+    [peek] = sorted(folder.glob("*.peek"))
+    assert "ACPJ_RUNNER_ONLY=runner-private-value" in peek.read_text().splitlines()
+
+
 def test_inherit_env_passes_the_whole_environment(tmp_path: Path) -> None:
     outcome, [env] = run_dumping(tmp_path, "--journey", "turn-to-end", "--inherit-env")
     assert outcome.code == 0, outcome.stdout + outcome.stderr

@@ -137,3 +137,21 @@ def test_a_line_over_the_bound_drops_only_its_connection(socket_dir, monkeypatch
             await hub.close()
 
     asyncio.run(main())
+
+
+def test_a_channel_keeps_a_bounded_number_of_calls_and_hands_each_to_its_callback(socket_dir) -> None:
+    async def main() -> None:
+        hub = RondarMcpHub(socket_dir)
+        seen: list[str] = []
+        channel = await hub.open_channel("calls", lambda record: seen.append(record.tool))
+        session = await Session.open(channel.socket_path)
+        try:
+            for _ in range(mcp_hub.CALLS_KEPT + 10):
+                await session.request("tools/call", {"name": "get_plan", "arguments": {"plan_id": "PLAN-NOPE0000"}})
+            assert len(seen) == mcp_hub.CALLS_KEPT + 10
+            assert len(channel.calls()) == mcp_hub.CALLS_KEPT and channel.calls_not_kept == 10
+        finally:
+            await session.close()
+            await hub.close()
+
+    asyncio.run(main())

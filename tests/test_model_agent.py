@@ -25,13 +25,18 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     "--forget-on-restart": {"follow-up-after-restart": ["reply-missing-word"]},
     "--wrong-tool": {"plan-turn-saved-plan": ["create-plan-not-called"],
                      "plan-regular-plan": ["create-plan-not-called"]},
+    # Claude Code's way (issue 23 point 5): a long foreground sleep is refused with "use
+    # run_in_background: true"; the stub retries in the background, and the cancel kills it...
+    "--background-tasks": {},
+    # ...or, as Claude Code does, leaves it running until the agent exits.
+    "--background-tasks --keep-background": {"stop-running-turn": ["sleep-left"]},
 }
 
 
 @pytest.mark.parametrize("flag", list(EXPECTED), ids=lambda f: f or "no-defect")
 def test_model_agent_verdicts(tmp_path: Path, flag: str) -> None:
     """`run --model-stub`: the runner serves the endpoint and fills {model_url} per journey."""
-    agent = [sys.executable, str(MODEL_AGENT), *([flag] if flag else [])]
+    agent = [sys.executable, str(MODEL_AGENT), *flag.split()]
     outcome = run_journeys(agent, tmp_path, "--timeout-scale", "0.2", "--model-stub",
                            "--env", "OPENAI_BASE_URL={model_url}/v1", "--env", "OPENAI_API_KEY=stub",
                            env={"MODEL_AGENT_STATE": str(tmp_path / "model-agent-state")})
@@ -44,6 +49,16 @@ def test_model_agent_verdicts(tmp_path: Path, flag: str) -> None:
         records = journey["evidence"]["model_requests"]
         assert journey["evidence"]["model_stub_used"] and records, journey["id"]
         assert all(r["tag"] == journey["id"] and r["status"] == 200 and r["stream"] for r in records)
+    if flag.startswith("--background-tasks"):
+        # The evidence of why: the refusal, the retry in the background, the cancel on the sleep.
+        stop = journeys["stop-running-turn"]["evidence"]
+        [retry] = [r for r in stop["model_requests"] if r.get("retried")]
+        assert (retry["retried"]["argument"], retry["retried"]["value"]) == ("run_in_background", True)
+        assert retry["decision"]["arguments"] == {"command": "sleep 120", "run_in_background": True}
+        [sleep] = stop["turns"]
+        assert sleep["cancel_trigger"] == "process" and sleep["stop_reason"] == "cancelled"
+        left = [x["argv"] for x in sleep["sleep_left"]]
+        assert (["sleep", "120"] in left or ["/bin/sh", "-c", "sleep 120"] in left) == ("--keep-background" in flag)
     intents = {r["intent"] for j in journeys.values() for r in j["evidence"]["model_requests"]}
     assert {"reply", "remember", "recall", "read_and_look", "shell", "plan"} <= intents
     image = journeys["image-and-file"]

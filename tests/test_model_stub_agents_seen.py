@@ -4,7 +4,9 @@ model for the agents people use").
 tests/data/model-requests/ holds requests that Claude Code (through claude-agent-acp) sent to the
 stub, cut down (system prompt and tool list shortened, paths of the machine replaced): a title
 request, the turn of stop-running-turn (its `messages` end with a `system` environment entry),
-and a prompt-suggestion request; the same turn as gptme 0.35.1 sends it (tools in Markdown);
+and a prompt-suggestion request; that turn again after its Bash tool refused the foreground
+`sleep 120` (claude-code-sleep-refused.json: the refusal's text as Claude Code 2.1.318 gave it to
+the stub on 2026-12-03); the same turn as gptme 0.35.1 sends it (tools in Markdown);
 and Hermes 0.19.0's image-and-file requests (a vision side call, then the turn), cut down the
 same way. The other agents' shapes are written here from what they send: Hermes'
 image description, tools in Markdown, a Python cell as the only tool.
@@ -28,7 +30,7 @@ from acp_journeys.rules.evidence import JourneyEvidence
 from acp_journeys.rules.judge import judge_journey
 from acp_journeys.rules.model_requests import RequestRecord, clip
 from acp_journeys.services.model_stub import ModelStub, hints
-from acp_journeys.services.model_stub.conversation import Conversation, Message, ToolCall, ToolResult, ToolSpec
+from acp_journeys.services.model_stub.conversation import Conversation, Decision, Message, ToolCall, ToolResult, ToolSpec
 from acp_journeys.services.model_stub.script import decide
 
 DATA = Path(__file__).parent / "data" / "model-requests"
@@ -336,3 +338,60 @@ def test_side_requests_of_other_shapes(system: str, user: str, tools: tuple[Tool
     assert (decision.side is not None) == side, decision
     if side:
         assert decision.call is None and decision.text == "OK."
+
+
+def test_claude_code_refusal_of_a_foreground_sleep_is_retried_once_in_the_background(stub: ModelStub) -> None:
+    """Issue 23 point 5: Claude Code's Bash refuses `sleep 120` in the foreground and says to use
+    run_in_background: true (its Bash schema has that argument). The stub retries once with it,
+    the record says so, and the command started in the background is then waited for."""
+    body = recording("claude-code-sleep-refused.json")
+    assert body["messages"][-1]["content"][0]["is_error"] is True
+    status, answer = post(stub, "/v1/messages", body)
+    assert status == 200, answer
+    [call] = answer["content"]
+    assert (call["type"], call["name"], call["input"]) == ("tool_use", "Bash", {"command": "sleep 120",
+                                                                                "run_in_background": True})
+    [record] = stub.records.as_dicts(tag="t1")
+    assert record["retried"] == {"tool": "Bash", "argument": "run_in_background", "value": True,
+                                 "refusal": record["retried"]["refusal"]}
+    assert "Blocked: standalone sleep 120" in record["retried"]["refusal"]
+    assert "retry once with run_in_background: true" in record["why"]
+    # Its answer: running in the background. "Wait for it": a foreground wait, never a long sleep.
+    started = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call["id"],
+                                            "content": "Command running in background with ID: bq1w2e3r4."}]}
+    body["messages"] += [{"role": "assistant", "content": [call]}, started]
+    status, answer = post(stub, "/v1/messages", body)
+    [wait] = answer["content"]
+    assert wait["name"] == "Bash" and wait["input"]["command"].startswith("while pgrep -x -f 'sleep 120'")
+    assert "runs in the background (run_in_background: true)" in stub.records.snapshot(tag="t1")[-1].why
+    # A second refusal is not retried again: once.
+    refused_again = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call["id"], "is_error": True,
+                                                  "content": "Blocked: use run_in_background: true"}]}
+    body["messages"][-1] = refused_again
+    status, answer = post(stub, "/v1/messages", body)
+    assert answer["content"][0]["type"] == "text" and "did not finish" in answer["content"][0]["text"]
+    assert stub.records.snapshot(tag="t1")[-1].retried is None
+
+
+def test_qwen_code_refusal_names_is_background_and_it_is_set() -> None:
+    """Qwen Code 0.24.4's run_shell_command refuses a blocking command: "Run blocking commands in
+    the background with is_background: true"; a refusal that names no argument of the schema
+    (or one the call already had) is not retried."""
+    shell = ToolSpec("run_shell_command", {"type": "object", "required": ["command"], "properties": {
+        "command": {"type": "string"}, "description": {"type": "string"}, "is_background": {"type": "boolean"}}})
+    prompt = Message("user", (prompts.run_sleep(),))
+
+    def after(result: str, arguments: dict) -> Decision:
+        call = ToolCall("c1", "run_shell_command", arguments)
+        return decide(Conversation((prompt, Message("assistant", tool_calls=(call,)),
+                                    Message("tool", tool_results=(ToolResult("c1", result, is_error=True),))),
+                                   (shell,)))
+
+    refusal = "Error: sleep 120 would block. Run blocking commands in the background with is_background: true."
+    retry = after(refusal, {"command": "sleep 120", "is_background": False})
+    assert retry.call is not None and retry.call.arguments == {"command": "sleep 120", "is_background": True}
+    assert retry.retried is not None and retry.retried["argument"] == "is_background"
+    for result, arguments in (("Error: exit code 1, see the description", {"command": "sleep 120"}),
+                              (refusal, {"command": "sleep 120", "is_background": True})):
+        plain = after(result, arguments)
+        assert plain.call is None and plain.retried is None and "did not finish" in plain.text

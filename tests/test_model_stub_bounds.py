@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 import zlib
 
 import pytest
@@ -75,3 +76,73 @@ def test_a_small_compressed_body_still_works(stub: ModelStub) -> None:
         request = (HEAD + f"Content-Encoding: {encoding}\r\nContent-Length: {len(data)}\r\n\r\n").encode() + data
         status, body = answer(stub, request)
         assert status == 200, body
+
+
+def _post_reply(stub: ModelStub, tag: str, conn: socket.socket | None = None) -> int:
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "Reply with exactly REPLY-ABCD1234 "
+                                                                               "and nothing else."}]}).encode()
+    request = (f"POST /t/{tag}/v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+    return answer(stub, request)[0]
+
+
+def test_records_of_a_tag_are_bounded_and_the_rest_counted() -> None:
+    """An agent that sends many requests: the first ones of its journey are kept, then only one
+    that shows something new (here a 404: a failure of a route), and the rest are counted."""
+    from acp_journeys.services.model_stub.records import RecordLog
+
+    with ModelStub() as stub:
+        stub.records = RecordLog(kept=5)
+        for _ in range(30):
+            assert _post_reply(stub, "j1") == 200
+        status, _ = answer(stub, b"GET /t/j1/nowhere HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert status == 404
+        assert _post_reply(stub, "j2") == 200
+        kept = stub.records.snapshot(tag="j1")
+        assert [r.status for r in kept] == [200] * 5 + [404]
+        assert stub.records.dropped("j1") == 25 and stub.records.dropped("j2") == 0
+        assert stub.records.received == 32 and len(stub.records.snapshot(tag="j2")) == 1
+
+
+def test_connections_at_once_are_bounded_and_the_refused_counted() -> None:
+    """A flood of connections costs a close each, never a thread each; the stub still answers
+    once they are closed."""
+    from acp_journeys.services.model_stub import server
+
+    with ModelStub() as stub:
+        held = [socket.create_connection(stub.address, timeout=5) for _ in range(server.MAX_CONNECTIONS + 20)]
+        try:
+            refused = 0
+            for conn in held[server.MAX_CONNECTIONS:]:
+                conn.settimeout(5)
+                try:
+                    refused += conn.recv(1) == b""  # closed at once, nothing read
+                except ConnectionResetError:
+                    refused += 1
+            assert refused == 20
+            assert stub.refused_connections == 20
+        finally:
+            for conn in held:
+                conn.close()
+        deadline = time.monotonic() + 5
+        while stub._admitted and time.monotonic() < deadline:  # the handlers see the ends
+            time.sleep(0.05)
+        assert _post_reply(stub, "after") == 200
+
+
+def test_a_long_conversation_keeps_its_first_and_last_messages_in_the_record(stub: ModelStub) -> None:
+    from acp_journeys.services.model_stub import server
+
+    messages = [{"role": "user" if n % 2 == 0 else "assistant", "content": f"message {n}"} for n in range(500)]
+    messages.append({"role": "user", "content": "Reply with exactly REPLY-ABCD1234 and nothing else."})
+    body = json.dumps({"model": "m" * 5000, "messages": messages,
+                       "tools": [{"type": "function", "function": {"name": f"tool{n}", "parameters": {}}}
+                                 for n in range(1000)]}).encode()
+    request = (f"{HEAD}Content-Length: {len(body)}\r\n\r\n").encode() + body
+    assert answer(stub, request)[0] == 200
+    [record] = stub.records.as_dicts()
+    assert len(record["sent"]) == server.SENT_HEAD + server.SENT_TAIL + 1
+    assert record["sent"][server.SENT_HEAD] == {"role": "…", "text": "[461 messages not kept]"}
+    assert record["sent"][-1]["text"].startswith("Reply with exactly") and record["messages"] == 501
+    assert len(record["tools_offered"]) == server.TOOLS_KEPT and len(record["model"]) < 200
+    assert record["decision"] == {"text": "REPLY-ABCD1234"}

@@ -13,13 +13,17 @@ of asking the editor, and the journeys judge what an editor sees.
 The verdict its own behaviour earns:
 - 6 journeys pass: it offers a `plan` mode over ACP, its Bash tool runs `cat`, and its MCP
   client calls create_plan and get_plan.
-- stop-running-turn fails with sleep-never-started: Claude Code 2.1.318 (the binary this adapter
-  pins) refuses a foreground `sleep` of 25 s or more in its Bash tool's input check, before
-  running anything, while background tasks are on (the default): the tool result is
-  "Blocked: standalone sleep 120 ... use run_in_background: true", so no `sleep` ever runs.
-  (Until the journey waited for the sleep process, it cancelled on the tool call alone and
-  passed with no sleep run.) CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1 turns the check off; the
-  recipe in docs/model-stub.md leaves it on, as a user would.
+- stop-running-turn fails with sleep-left: Claude Code 2.1.318 (the binary this adapter pins)
+  refuses a foreground `sleep` of 25 s or more in its Bash tool's input check, before running
+  anything, while background tasks are on (the default): the tool result is "Blocked: standalone
+  sleep 120. ... To wait for a command you started, use run_in_background: true. ...". The stub
+  follows it, as a model would, and retries once with run_in_background: true (its record says
+  so). The `sleep 120` then runs in the background, the journey sees it and sends
+  session/cancel; Claude Code answers `cancelled` at once but leaves the background `sleep`
+  running (it stops its background tasks only when it exits), so a `sleep` is left after the
+  stop. (Before the retry, the turn ended with no sleep run: sleep-never-started.)
+  CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1 turns the check off; the recipe in docs/model-stub.md
+  leaves it on, as a user would.
 - Any journey may also fail with process-left, and only with it. On stdin EOF the adapter's
   `shutdown()` awaits `acp.dispose()` and calls `process.exit(0)` (dist/index.js); the SDK's
   `query.close()` ends the Claude Code child's input and only signals it, so the child ends in
@@ -57,7 +61,7 @@ def test_claude_code_gets_its_predicted_verdict(tmp_path: Path) -> None:
     assert outcome.result["model_stub"]["dialects"] == ["anthropic-messages"]
     for journey in outcome.result["journeys"]:
         ids = [f["id"] for f in journey["failures"]]
-        own = {"sleep-never-started"} if journey["id"] == "stop-running-turn" else set()
+        own = {"sleep-left"} if journey["id"] == "stop-running-turn" else set()
         assert len(ids) == len(set(ids)) and set(ids) in (own, own | {"process-left"}), (journey["id"], ids)
         if "process-left" in ids:
             left = [p for proc in journey["evidence"]["processes"] for p in proc["leftovers"]]
@@ -71,6 +75,15 @@ def test_claude_code_gets_its_predicted_verdict(tmp_path: Path) -> None:
     stop = next(j for j in outcome.result["journeys"] if j["id"] == "stop-running-turn")
     results = [t for r in stop["evidence"]["model_requests"] for m in r["sent"] for t in m.get("tool_results", [])]
     assert any("Blocked: standalone sleep 120" in t for t in results), results
+    # Why: the retry in the background, the cancel on the running sleep, a prompt `cancelled`,
+    # and the sleep still there after it.
+    [retry] = [r for r in stop["evidence"]["model_requests"] if r.get("retried")]
+    assert retry["retried"]["argument"] == "run_in_background" and retry["retried"]["value"] is True
+    assert retry["decision"]["arguments"] == {"command": "sleep 120", "run_in_background": True}
+    [sleep] = stop["evidence"]["turns"]
+    assert sleep["cancel_trigger"] == "process" and sleep["stop_reason"] == "cancelled"
+    assert sleep["answered_at"] - sleep["cancel_sent_at"] < 30
+    assert any(x["argv"] == ["sleep", "120"] for x in sleep["sleep_left"]), sleep["sleep_left"]
     turns = [r for j in outcome.result["journeys"] for r in j["evidence"]["model_requests"] if not r["side_request"]]
     assert {"reply", "remember", "recall", "read_and_look", "shell", "plan"} <= {r["intent"] for r in turns}
     calls = {(r["decision"] or {}).get("tool_call") for r in turns}

@@ -252,6 +252,11 @@ def test_tool_failures_said_in_words_count_as_failures() -> None:
     assert final.call is None and final.text == "I could not read the file."
     ok = called(conv, "r1", "read_file", {"path": prompts.NOTE_PATH}, "Exit code: 0\nOutput:\nFILE-ABCD1234")
     assert decide(ok).text == "FILE-ABCD1234"
+    # Claude Code's refusals, where a dialect has no error flag (Chat Completions): failures too.
+    sleep = Conversation((user(prompts.run_sleep()),), (BASH,))
+    for refusal in ("<tool_use_error>Blocked: standalone sleep 120.</tool_use_error>", "Blocked: sleep 120"):
+        said = decide(called(sleep, "s1", "bash", {"command": "sleep 120"}, refusal))
+        assert said.call is None and "did not finish" in said.text, refusal
 
 
 def test_placeholders() -> None:

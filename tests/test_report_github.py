@@ -63,7 +63,9 @@ def test_push_creates_a_check_run(tmp_path: Path, api: FakeGitHub) -> None:
     assert payload["output"]["title"].startswith("ACP journeys: fail — 5 of 7 journeys passed")
     summary = payload["output"]["summary"]
     assert len(summary) <= 65535
-    assert f"[how to fix (\\#step-3)]({DOCS}#step-3)" in summary
+    # The check run's failures link their own #failure-ID paragraphs, the step beside each.
+    assert (f"[how to fix (\\#failure-reply-not-in-chunks)]({DOCS}#failure-reply-not-in-chunks) · "
+            f"[step (\\#step-3)]({DOCS}#step-3)") in summary
     assert summary.index("(turn-to-end): fail") < summary.index("(follow-up-same-session): pass")
     # the job summary and the outputs
     assert (tmp_path / "summary.md").read_text() == summary + "\n"

@@ -137,6 +137,10 @@ def test_failure_links_are_the_check_runs_links() -> None:
     hrefs = {a.get("href") for a in Page(page).all("a")}
     assert doc_link(anchor_for("reply-not-in-chunks", "turn-to-end"), DOCS) in hrefs
     assert f"{DOCS}#step-3" in hrefs and f"{DOCS}#step-7" in hrefs
+    # Each failure links its own #failure-ID paragraph, in the table and in its journey's section.
+    assert f"{DOCS}#failure-reply-not-in-chunks" in hrefs and f"{DOCS}#failure-runner-error" in hrefs
+    fix_links = [a for a in Page(page).all("a") if a.get("href") == f"{DOCS}#failure-reply-not-in-chunks"]
+    assert len(fix_links) >= 2
     # An unknown failure id of a newer version links its journey's step, like the check run.
     data = mixed().model_dump(mode="json", by_alias=True)
     data["journeys"][0]["failures"].append({"id": "brand-new-id", "message": "m", "doc": "", "detail": ""})

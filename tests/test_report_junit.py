@@ -47,12 +47,12 @@ def test_failures_errors_links_and_stderr(tmp_path: Path) -> None:
     assert [f.get("type") for f in fails] == ["reply-not-in-chunks", "stop-reason"]
     assert fails[0].get("message").startswith("the reply came in no agent_message_chunk update")
     assert "<script>alert(1)</script>" in fails[0].text  # escaped by XML, read back as text
-    assert f"How to fix: {DOCS}#step-3" in fails[0].text
+    assert f"How to fix: {DOCS}#failure-reply-not-in-chunks (step: {DOCS}#step-3)" in fails[0].text
     assert "got max_tokens" in fails[1].text
     assert "Traceback: boom" in cases["turn-to-end"].find("system-err").text
     errors = cases["stop-running-turn"].findall("error")
     assert [e.get("type") for e in errors] == ["runner-error"] and not cases["stop-running-turn"].findall("failure")
-    assert f"{DOCS}#step-7" in errors[0].text
+    assert f"How to fix: {DOCS}#failure-runner-error (step: {DOCS}#step-7)" in errors[0].text
     # the NUL, the BEL and the lone surrogate are gone; the file parsed, so nothing forbidden is left
     err = cases["stop-running-turn"].find("system-err").text
     assert "\x00" not in err and "\x07" not in err and "warn" in err

@@ -39,9 +39,12 @@ def test_failures_first_with_messages_details_and_anchor_links() -> None:
     out = render(text)
     assert "<strong>reply-not-in-chunks</strong>" in out
     assert "session/update notifications before the answer to session/prompt" in out
-    assert f'<a href="{DOCS}#step-3">how to fix (#step-3)</a>' in out
-    # runner-error has no anchor of its own: the journey's (#step-7)
-    assert f'<a href="{DOCS}#step-7">how to fix (#step-7)</a>' in out
+    # Each failure links its own paragraph, with its step beside it.
+    assert (f'<a href="{DOCS}#failure-reply-not-in-chunks">how to fix (#failure-reply-not-in-chunks)</a> · '
+            f'<a href="{DOCS}#step-3">step (#step-3)</a>') in out
+    assert f'<a href="{DOCS}#failure-runner-error">how to fix (#failure-runner-error)</a>' in out
+    # runner-error has no step of its own: the journey's (#step-7)
+    assert f'<a href="{DOCS}#step-7">step (#step-7)</a>' in out
     assert "got max_tokens" in out
     row = re.search(r"<tr>\s*<td><a[^>]*>A turn to its end</a></td>\s*<td[^>]*>(.*?)</td>\s*<td[^>]*>(.*?)</td>"
                     r"\s*<td[^>]*>(.*?)</td>", out, flags=re.S)

@@ -25,9 +25,9 @@ from acp_journeys import __version__
 from acp_journeys.editor.journeys import SCRIPTS
 from acp_journeys.editor.session import Bounds, JourneyContext
 from acp_journeys.launch import Launcher
-from acp_journeys.output.console import Progress
+from acp_journeys.output.console import Progress, Wait
 from acp_journeys.rules import catalog
-from acp_journeys.rules.evidence import JourneyEvidence, JourneyResult, RunResult
+from acp_journeys.rules.evidence import BoundHit, JourneyEvidence, JourneyResult, RunResult
 from acp_journeys.rules.judge import judge_journey, judge_result
 
 
@@ -42,6 +42,10 @@ class ModelStubConfig:
     """The run's redactor: the stub masks what reached the model before it clips it."""
 
 
+HEARTBEAT_S = 10.0
+"""A waiting run says so at least this often: a slow model is not taken for a hung tool."""
+
+
 @dataclass
 class RunConfig:
     argv: list[str]
@@ -53,6 +57,8 @@ class RunConfig:
     docs_url: str = catalog.DEFAULT_DOCS_URL
     subject: dict[str, str] = field(default_factory=dict)
     model_stub: ModelStubConfig | None = None
+    heartbeat_s: float = HEARTBEAT_S
+    """How often the progress says what the running journeys wait on (a terminal's live line: each second)."""
 
 
 def _now() -> str:
@@ -77,6 +83,10 @@ class Run:
         )
         self.hub = None
         self.stub = None
+        self.active: dict[str, JourneyContext] = {}
+        """The journeys running now, for the heartbeat."""
+        self.queued: dict[str, float] = {}
+        """The journeys waiting for a free slot (--parallel), since when (monotonic)."""
         self._socket_dir = tempfile.mkdtemp(prefix="acpj-hub-", dir="/tmp")
 
     async def execute(self) -> RunResult:
@@ -90,6 +100,7 @@ class Run:
             self.stub = await asyncio.to_thread(ModelStub(mask=self.config.model_stub.mask).start)
         limit = asyncio.Semaphore(self.config.parallel or len(self.config.journeys) or 1)
         tasks = [asyncio.create_task(self._guarded(jid, limit)) for jid in self.config.journeys]
+        heartbeat = asyncio.create_task(self._heartbeat())
         try:
             await asyncio.gather(*tasks)
             interrupted = False
@@ -97,12 +108,17 @@ class Run:
             interrupted = True
             await asyncio.wait(tasks)  # each journey cleans up and returns its partial evidence
         finally:
+            heartbeat.cancel()
+            await asyncio.gather(heartbeat, return_exceptions=True)
+            self.progress.end_status()
             await self.hub.close()
             await self.launcher.close()
             if self.stub is not None:
                 await asyncio.to_thread(self.stub.stop)
                 records = self.stub.records.snapshot()
-                self.result.model_stub = {"requests": len(records),
+                self.result.model_stub = {"requests": self.stub.records.received,
+                                          "records_not_kept": self.stub.records.dropped(),
+                                          "connections_refused": self.stub.refused_connections,
                                           "dialects": sorted({r.dialect for r in records if r.dialect})}
             try:
                 os.rmdir(self._socket_dir)
@@ -117,12 +133,50 @@ class Run:
         self.result = judge_result(self.result)
         return self.result
 
+    async def _heartbeat(self) -> None:
+        """Every `heartbeat_s` (each second for a terminal's live line): what the journeys wait on."""
+        interval = min(self.config.heartbeat_s, 1.0) if self.progress.live else self.config.heartbeat_s
+        while True:
+            await asyncio.sleep(interval)
+            self.progress.waiting(self.waits())
+
+    def waits(self) -> list[Wait]:
+        """What each running journey waits on now: its requests in flight, with their bounds."""
+        now = time.monotonic()
+        out = []
+        for journey_id, ctx in list(self.active.items()):
+            found = False
+            for session in ctx.sessions:
+                conn = session.conn
+                for method, since, bound in list(conn.waits.values()) if conn is not None else ():
+                    turn = session.router.turn
+                    what = f"turn {turn.name} (session/prompt)" if method == "session/prompt" and turn else method
+                    if len(ctx.sessions) > 1:
+                        what += f" of process {session.index + 1}"
+                    out.append(Wait(journey_id, what, now - since, bound))
+                    found = True
+                closed = session.evidence.stdin_closed_at
+                if closed is not None and not session.exited.is_set():
+                    out.append(Wait(journey_id, f"process {session.index + 1} to end after its input closed",
+                                    ctx.clock.now() - closed, ctx.bounds.exit_s))
+                    found = True
+            if not found:  # between requests: starting, checking, or closing its processes
+                elapsed = ctx.clock.now()
+                out.append(Wait(journey_id, f"running {elapsed:.0f} s, no request in flight", elapsed))
+        for journey_id, since in list(self.queued.items()):
+            out.append(Wait(journey_id, f"waiting {now - since:.0f} s for a free slot (--parallel "
+                                        f"{self.config.parallel})", now - since))
+        return out
+
     async def _guarded(self, journey_id: str, limit: asyncio.Semaphore) -> JourneyResult:
+        self.queued[journey_id] = time.monotonic()
         try:
             async with limit:
+                self.queued.pop(journey_id, None)
                 return await self._journey(journey_id)
         except asyncio.CancelledError:
             # Cancelled while waiting for a slot: it never started.
+            self.queued.pop(journey_id, None)
             journey = catalog.JOURNEYS_BY_ID[journey_id]
             evidence = JourneyEvidence(journey=journey_id, interrupted=True, stopped_early="never started")
             return self._judged(journey, evidence, None, 0.0)
@@ -134,6 +188,7 @@ class Run:
         sandbox = await self.launcher.open_sandbox(journey_id)
         ctx = JourneyContext(journey_id, sandbox, self.config.argv, self.config.bounds)
         channel = None
+        self.active[journey_id] = ctx
         try:
             assert self.hub is not None
             channel = await self.hub.open_channel(journey_id, ctx.on_mcp_call, socket_path=sandbox.mcp_socket_path)
@@ -143,14 +198,24 @@ class Run:
             ctx.evidence.interrupted = True
             ctx.stop_early("the run was stopped")
         except asyncio.TimeoutError:
-            ctx.stop_early("the journey ran over its overall bound")
+            bound = journey_bound(self.config.bounds)
+            ctx.stop_early(f"the journey ran over its overall bound of {bound:.0f} s (--timeout-scale "
+                           f"{self.config.bounds.scale:g}); raise --timeout-scale if your model is slow")
         except Exception as exc:  # our bug, not the agent's: verdict `error`, and the run goes on
             ctx.evidence.runner_error = f"{type(exc).__name__}: {exc}\n" + traceback.format_exc(limit=8)
         finally:
             await self._cleanup(ctx, channel, sandbox)
+            self.active.pop(journey_id, None)
             if self.stub is not None:
                 ctx.evidence.model_requests = [{**r, "at": round(ctx.clock.since(r["at"]), 4)}
                                                for r in self.stub.records.as_dicts(tag=journey_id)]
+                dropped = self.stub.records.dropped(journey_id)
+                if dropped:
+                    from acp_journeys.services.model_stub.records import RECORDS_KEPT
+
+                    ctx.evidence.bounds_hit.append(BoundHit(
+                        what="requests to the model stub", seen=len(ctx.evidence.model_requests) + dropped,
+                        kept=RECORDS_KEPT, kept_what="kept, and each later one that shows the judge something new"))
         return self._judged(journey, ctx.evidence, ctx.transcript, time.monotonic() - started)
 
     async def _point_at_model_stub(self, ctx: JourneyContext, sandbox) -> None:
@@ -184,7 +249,8 @@ class Run:
                 ctx.evidence.runner_error = ctx.evidence.runner_error or f"cleanup failed: {exc}"
 
     def _judged(self, journey, evidence, transcript, seconds: float) -> JourneyResult:
-        judgement = judge_journey(evidence, strict=self.config.strict, docs_url=self.config.docs_url)
+        judgement = judge_journey(evidence, strict=self.config.strict, docs_url=self.config.docs_url,
+                                  timeout_scale=self.config.bounds.scale)
         keep = transcript is not None and (self.config.transcripts or judgement.verdict != "pass")
         result = JourneyResult(
             id=journey.id, title=journey.title, doc=catalog.doc_link(journey.anchor, self.config.docs_url),

@@ -28,8 +28,13 @@ stub is tested against each (none of these is a defect):
   --vision-side-call   an image of a prompt goes to the model in a request of its own with no
              tools ("Describe this image."), and the turn carries only that description
              (Hermes' way)
+  --background-tasks   `bash` has a `run_in_background` argument and refuses a foreground
+             `sleep` of 25 s or more with Claude Code's words ("... use run_in_background:
+             true ..."); a background command is its turn's, killed on session/cancel
 
 Defects, one flag each, for the tests that check that the journeys catch them:
+  --keep-background    with --background-tasks: a cancel leaves the background commands running
+                       (stopped only at exit), as Claude Code does
   --drop-image         image blocks of a prompt never reach the model
   --forget-on-restart  session/load succeeds but the loaded conversation is empty
   --wrong-tool         a call of an MCP tool goes to the other tool of its server
@@ -84,6 +89,10 @@ IPYTHON_PROMPT = ("Your only tool is `ipython`, a Python cell. A line `!command`
                   "`await mcp.call_tool(\"<server>\", \"<tool>\", arguments)`.")
 MARKDOWN_PROMPT = ("You have no function tools. To run a shell command, write it in a fenced block, and its output "
                    "comes back in the next message:\n```shell\nls -la\n```")
+BACKGROUND_ARGUMENT = {"type": "boolean", "description": "Set to true to run this command in the background."}
+LONG_SLEEP = re.compile(r"^\s*sleep\s+(?P<seconds>\d+)\s*$")
+BLOCKED = ("<tool_use_error>Blocked: standalone {command}. To wait for a command you started, use "
+           "run_in_background: true. Do not chain shorter sleeps to work around this block.</tool_use_error>")
 SHELL_BLOCK = re.compile(r"^```(?:shell|bash|sh)[^\n]*\n(.*?)^```", re.S | re.M)
 
 
@@ -245,12 +254,14 @@ class Session:
         tmp.write_text(json.dumps({"cwd": self.cwd, "messages": without_images(self.messages)}))
         tmp.replace(self.path)
 
-    def tool_specs(self, style: str = "functions") -> list[dict]:
+    def tool_specs(self, style: str = "functions", background: bool = False) -> list[dict]:
         if style == "ipython":
             return [IPYTHON_TOOL]
         if style == "markdown":
             return []
-        specs = list(BUILTIN_TOOLS)
+        specs = json.loads(json.dumps(BUILTIN_TOOLS))
+        if background:
+            specs[0]["function"]["parameters"]["properties"]["run_in_background"] = BACKGROUND_ARGUMENT
         for server in self.mcp.values():
             for tool in server.tools:
                 specs.append({"type": "function", "function": {
@@ -485,7 +496,7 @@ class Agent:
         extra = {"ipython": IPYTHON_PROMPT, "markdown": MARKDOWN_PROMPT}.get(style, "")
         messages = [{"role": "system", "content": f"{SYSTEM_PROMPT} The mode is {session.mode}. {extra}".strip()},
                     *session.messages]
-        tools = session.tool_specs(style)
+        tools = session.tool_specs(style, self.args.background_tasks)
         stream = self.client().chat.completions.create(
             model=os.environ.get("MODEL_AGENT_MODEL") or "stub-model", messages=messages,
             **({"tools": tools} if tools else {}), stream=True, stream_options={"include_usage": True})
@@ -518,7 +529,8 @@ class Agent:
         except ValueError:
             return "The arguments are not JSON."
         if name == "bash":
-            return self.bash(session, turn, str(arguments.get("command") or ""))
+            return self.bash(session, turn, str(arguments.get("command") or ""),
+                             background=self.args.background_tasks and arguments.get("run_in_background") is True)
         if name == "read_file":
             return self.read_file(session, turn, str(arguments.get("path") or ""))
         if name == "ipython" and self.args.tools == "ipython":
@@ -557,11 +569,26 @@ class Agent:
             return "Cancelled."
         return None
 
-    def bash(self, session: Session, turn: Turn, command: str) -> str:
-        call = self.tool_call(session, command, "execute", {"command": command})
+    def bash(self, session: Session, turn: Turn, command: str, background: bool = False) -> str:
+        raw = {"command": command, **({"run_in_background": True} if background else {})}
+        call = self.tool_call(session, command, "execute", raw)
+        long_sleep = LONG_SLEEP.match(command)
+        if self.args.background_tasks and not background and long_sleep and int(long_sleep.group("seconds")) >= 25:
+            text = BLOCKED.format(command=command.strip())  # before any permission, as Claude Code does
+            self.finish(session, call, False, text)
+            return text
         refused = self.permitted(session, turn, call)
         if refused is not None:
             return refused
+        if background:
+            process = subprocess.Popen(["/bin/sh", "-c", command], cwd=session.cwd, stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            self.all_groups.add(process.pid)
+            if not self.args.keep_background:
+                turn.groups.add(process.pid)
+            text = f"Command running in background with ID: {process.pid}."
+            self.finish(session, call, True, text)
+            return text
         ok, text = self.run_command(session, turn, command)
         self.finish(session, call, ok, text)
         return text
@@ -683,6 +710,10 @@ def main() -> None:
     parser.add_argument("--wrong-tool", action="store_true", help="an MCP call goes to the other tool of its server")
     parser.add_argument("--tools", choices=["functions", "ipython", "markdown"], default="functions",
                         help="how tools are offered to the model")
+    parser.add_argument("--background-tasks", action="store_true",
+                        help="bash runs commands in the background on request and refuses a long foreground sleep")
+    parser.add_argument("--keep-background", action="store_true",
+                        help="with --background-tasks: a cancel leaves the background commands running")
     parser.add_argument("--vision-side-call", action="store_true",
                         help="images are described by a side request and the turn carries the description")
     agent = Agent(parser.parse_args())

@@ -1,5 +1,5 @@
 """The command line: one module per command (`run`, `verify`, `report`, `list`, `init`, `merge`,
-`schema`, `mcp-server`); this module builds the parser from them and dispatches.
+`schema`, `mcp-server`, `registry`, `dashboard`); this module builds the parser from them and dispatches.
 
 Rules of this package: parse, wire, print, pick the exit code. 0: every journey passed. 1: a
 journey failed (or verify found a failing result). 2: the run could not be done or the input is
@@ -19,12 +19,14 @@ from typing import Sequence
 
 from acp_journeys import __version__
 from acp_journeys.cli import init, mcp_server, merge, report, run, schema, verify
-from acp_journeys.cli import listing
+from acp_journeys.cli import dashboard, listing, registry
 from acp_journeys.cli.common import EXIT_USAGE, UsageError
+from acp_journeys.output.logtext import one_line
 
 # In the order of `acp-journeys --help`.
 COMMANDS = {"run": run, "verify": verify, "report": report, "init": init, "merge": merge,
-            "mcp-server": mcp_server, "list": listing, "schema": schema}
+            "registry": registry, "dashboard": dashboard, "mcp-server": mcp_server, "list": listing,
+            "schema": schema}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -47,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return COMMANDS[args.command].run(args)
     except UsageError as exc:
-        print(f"acp-journeys: error: {exc}", file=sys.stderr)
+        print(f"acp-journeys: error: {one_line(str(exc))}", file=sys.stderr)  # it may quote a result.json
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
@@ -71,7 +73,7 @@ def _one_line(exc: BaseException, show_message: bool) -> str:
         frame = frame.tb_next
     where = f" at {os.path.basename(frame.tb_frame.f_code.co_filename)}:{frame.tb_lineno}" if frame else ""
     message = " ".join(str(exc).split())[:300] if show_message else ""
-    return f"{type(exc).__name__}{where}{': ' + message if message else ''}"
+    return one_line(f"{type(exc).__name__}{where}{': ' + message if message else ''}")
 
 
 if __name__ == "__main__":

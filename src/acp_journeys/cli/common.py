@@ -28,6 +28,30 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
                         help="expected failures (YAML): pass when only these fail; a stale entry fails")
 
 
+def check_outputs(outputs: list[tuple[str, str | None]], inputs: list[tuple[str, str | None]]) -> None:
+    """Before any work: no output may be a folder, name an input or another output (by path, link or
+    hard link), so that no file is overwritten by mistake (`verify r.json --html r.json`). Each item
+    is (the option as the user wrote it, the path or None)."""
+    import os
+
+    def same(a: str, b: str) -> bool:
+        if os.path.realpath(a) == os.path.realpath(b):
+            return True
+        try:
+            return os.path.samefile(a, b)
+        except OSError:
+            return False  # one of them does not exist yet: then they are not one file
+
+    given = [(option, path) for option, path in outputs if path]
+    for i, (option, path) in enumerate(given):
+        if os.path.isdir(path):
+            raise UsageError(f"{option} {path} is a folder: give the file to write")
+        for other_option, other in [*((o, p) for o, p in inputs if p), *given[:i]]:
+            if same(path, other):
+                raise UsageError(f"{option} {path} is also {other_option}: it would be overwritten; "
+                                 "give another path")
+
+
 def journey_ids(ids: list[str]) -> list[str]:
     unknown = [j for j in ids if j not in catalog.JOURNEYS_BY_ID]
     if unknown:
@@ -49,28 +73,43 @@ def load_baseline(path: str | None):
         raise UsageError(f"--baseline {path}: {exc.strerror or exc}") from None
 
 
-def publish(result, args: argparse.Namespace, baseline) -> int:
-    """The table, the baseline's word and the JUnit file; returns the exit code of the verdict."""
+def gate_of(result, outcome, *, missing: list[str] | tuple[str, ...] = (), expect_sha: str | None = None):
+    """The gate's word on `result` (under the baseline's `outcome`, when there is one)."""
+    from acp_journeys.rules.gate import gate
+
+    return gate(result, outcome.verdict if outcome is not None else result.verdict, missing=missing,
+                expect_sha=expect_sha)
+
+
+def refusing(gate) -> bool:
+    return gate.word in ("PARTIAL", "REFUSED")
+
+
+def publish(result, args: argparse.Namespace, baseline, *, missing: list[str] | tuple[str, ...] = (),
+            expect_sha: str | None = None) -> int:
+    """The table, the baseline's word and the JUnit file; returns the exit code of the gate's word
+    (`missing`: journeys the result must hold and lacks; `expect_sha`: the commit it must be of)."""
     from acp_journeys.output import console
 
-    print(console.table(result))
     outcome = None
-    verdict = result.verdict
     if baseline is not None:
         from acp_journeys.rules.baseline import apply_baseline
 
         outcome = apply_baseline(result, baseline)
+    gate = gate_of(result, outcome, missing=missing, expect_sha=expect_sha)
+    print(console.table(result, gate))
+    if outcome is not None:
         print("")
         for message in outcome.messages:
             print(f"baseline: {one_line(message)}")
-        print(f"verdict under the baseline: {outcome.verdict.upper()}")
-        verdict = outcome.verdict
+        word = gate.word if refusing(gate) else outcome.verdict.upper()
+        print(f"verdict under the baseline: {word}")
     if args.junit:
         from acp_journeys.output.junit import write_junit
 
         write_junit(result, args.junit, docs_url=result.docs_url, baseline=outcome)
         print(f"junit: {args.junit}")
-    if args.html and not write_html(result, args.html, result.docs_url, outcome):
+    if args.html and not write_html(result, args.html, result.docs_url, outcome, gate):
         return EXIT_USAGE
     ours = [j.id for j in result.journeys if any(f.id == "runner-error" for f in j.failures)]
     if ours:
@@ -78,14 +117,14 @@ def publish(result, args: argparse.Namespace, baseline) -> int:
         print(f"acp-journeys: error: acp-journeys itself failed in {one_line(', '.join(ours))} (not a finding about "
               "the agent); see runner_error in the result", file=sys.stderr)
         return EXIT_USAGE
-    return EXIT_PASS if verdict == "pass" else EXIT_FAIL
+    return EXIT_PASS if gate.passed else EXIT_FAIL
 
 
-def write_html(result, path: str, docs_url: str, outcome) -> bool:
+def write_html(result, path: str, docs_url: str, outcome, gate=None) -> bool:
     from acp_journeys.output.html.report import write_html
 
     try:
-        write_html(result, path, docs_url=docs_url, baseline=outcome)
+        write_html(result, path, docs_url=docs_url, baseline=outcome, gate=gate)
     except OSError as exc:
         print(f"acp-journeys: error: cannot write the HTML report {path}: {exc.strerror or exc}", file=sys.stderr)
         return False

@@ -45,8 +45,17 @@ def run(args: argparse.Namespace) -> int:
     from acp_journeys.output import console, result_file
     from acp_journeys.rules.merge import MergeError, merge_results, missing_journeys
 
+    from acp_journeys.cli.common import UsageError, check_outputs
+
+    try:
+        check_outputs([("OUT", args.out)], [(f"the input {path}", path) for path in args.inputs])
+    except UsageError as exc:  # OUT among the inputs would replace a part: nothing is read or written
+        return _error(str(exc))
     try:
         expected = expected_journeys(args.expect)
+        if _holds_a_result(args.out):  # `merge p1.json p2.json` meant two inputs, not OUT p1.json
+            return _error(f"OUT {args.out} already holds a result, which the merge would replace (did you mean "
+                          f"`merge MERGED.json {args.out} ...`?): remove it first or give another OUT")
         parts = [(path, result_file.read(path)) for path in args.inputs]
         merged = merge_results(parts)
     except (ValueError, result_file.ResultFileError, MergeError) as exc:
@@ -65,6 +74,22 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_WRITTEN
 
 
+def _holds_a_result(path: str) -> bool:
+    """Whether `path` is a file that starts as a result.json of ours does (its schema first)."""
+    import os
+
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    return b'"schema"' in head and b'"acp-journeys/result/' in head
+
+
 def _error(message: str) -> int:
-    print(f"acp-journeys: error: {message}", file=sys.stderr)
+    from acp_journeys.output.logtext import one_line
+
+    print(f"acp-journeys: error: {one_line(message)}", file=sys.stderr)  # it quotes the parts' fields
     return EXIT_USAGE

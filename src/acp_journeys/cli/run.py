@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 
-from acp_journeys.cli.common import EXIT_USAGE, UsageError, add_report_options, journey_ids, load_baseline, publish
+from acp_journeys.cli.common import (EXIT_USAGE, UsageError, add_report_options, check_outputs, journey_ids,
+                                     load_baseline, publish)
 from acp_journeys.rules import catalog
 
 DOCKER_DEMO_ARGV = ["python3", "/opt/acp-journeys/reference_agent.py"]
@@ -53,11 +55,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                      help="local mode: each journey gets an empty HOME of its own (always so with "
                           "--model-stub, and in docker mode)")
     run.add_argument("--inherit-env", action="store_true",
-                     help="local mode: the agent gets this whole environment, not only PATH, HOME, "
-                          "USER, the locale and TERM (plus --env and --setting)")
+                     help="local mode: the agent gets this whole environment, not only the minimal one "
+                          "(PATH, HOME, USER, LOGNAME, LANG, LANGUAGE, LC_*, TERM, TZ, plus --env and --setting)")
     run.add_argument("--image", metavar="IMAGE",
                      help="run each journey in its own container made from IMAGE (docker mode)")
-    run.add_argument("--network", action="store_true", help="docker mode: give the agent the default bridge")
+    run.add_argument("--network", action="store_true",
+                     help="docker mode: give the agent a network (a model API): each run gets a bridge network "
+                          "of its own, with no traffic between its containers (default: no network)")
     run.add_argument("--login", action="append", default=[], metavar="SRC[:DEST]",
                      help="docker mode: mount a file or folder read-only (DEST: same path under the "
                           "container user's home); its content is a secret")
@@ -100,6 +104,12 @@ class RunPlan:
     subject: dict[str, str] = field(default_factory=dict)
     local_demo_state: bool = False
     """A local --demo run: the reference agent keeps its sessions in a temp folder of the run."""
+    heartbeat_s: float = 10.0
+    """How often the progress says what the journeys wait on (HEARTBEAT_ENV, for tests: 10 s)."""
+
+
+HEARTBEAT_ENV = "ACP_JOURNEYS_HEARTBEAT_S"
+"""Seconds between the progress's heartbeat lines; not an option: tests shorten it, users need not."""
 
 
 def plan_run(args: argparse.Namespace, environ: Mapping[str, str], *, python: str,
@@ -117,6 +127,16 @@ def plan_run(args: argparse.Namespace, environ: Mapping[str, str], *, python: st
     if not args.timeout_scale > 0:
         raise UsageError("--timeout-scale takes a number above 0")
     plan = RunPlan(argv=argv, journeys=journeys, image=args.image)
+    for flag, options in (("--env", args.env), ("--setting", args.setting)):
+        for option in options:
+            variable_name(option, flag)
+    if environ.get(HEARTBEAT_ENV):
+        try:
+            plan.heartbeat_s = float(environ[HEARTBEAT_ENV])
+        except ValueError:
+            plan.heartbeat_s = 0.0
+        if not 0 < plan.heartbeat_s < float("inf"):
+            raise UsageError(f"{HEARTBEAT_ENV} takes a number of seconds above 0")
     for option in args.env:
         try:
             name, value = parse_env_option(option, dict(environ))
@@ -167,6 +187,20 @@ def plan_run(args: argparse.Namespace, environ: Mapping[str, str], *, python: st
     return plan
 
 
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""What a shell, `env` and docker take as an environment variable's name (ASCII, no leading digit)."""
+
+
+def variable_name(option: str, flag: str) -> str:
+    """The NAME of `NAME[=VALUE]`, or a `UsageError` that shows the name only (the value may be a secret)."""
+    name = option.partition("=")[0]
+    if not VARIABLE_NAME.fullmatch(name):
+        shown = repr(name[:40] + ("..." if len(name) > 40 else ""))
+        raise UsageError(f"{flag} {shown}: not an environment variable name (letters, digits and _, not "
+                         "starting with a digit); expected NAME or NAME=VALUE")
+    return name
+
+
 def agent_argv(args: argparse.Namespace, python: str, reference_agent: str) -> list[str]:
     agent = list(args.agent)
     if agent and agent[0] == "--":
@@ -206,6 +240,10 @@ def run(args: argparse.Namespace) -> int:
     from acp_journeys.runner import ModelStubConfig, Run, RunConfig
 
     plan = plan_run(args, os.environ, python=sys.executable, reference_agent=reference_agent_path())
+    check_outputs([("--output", args.output), ("--junit", args.junit), ("--html", args.html)],
+                  [("--baseline", args.baseline),
+                   *((f"--model-stub-config-template {s}:{d}", s) for s, d in plan.stub_templates),
+                   *((f"--login {s}", s) for s, _ in plan.logins)])
     argv = plan.argv if plan.image else absolute_paths(plan.argv)
     baseline = load_baseline(args.baseline)
     redactor = Redactor()
@@ -258,6 +296,7 @@ def run(args: argparse.Namespace) -> int:
         config = RunConfig(argv=argv, journeys=plan.journeys, parallel=args.parallel,
                            bounds=Bounds(scale=args.timeout_scale), strict=args.strict,
                            transcripts=args.transcripts, docs_url=args.docs_url, subject=plan.subject,
+                           heartbeat_s=plan.heartbeat_s,
                            model_stub=ModelStubConfig(plan.stub_env, stub_files, redactor.redact)
                            if args.model_stub else None)
         result, stopped_by = asyncio.run(_execute(Run(config, launcher, progress)))

@@ -27,6 +27,9 @@ FRAME_TEXT_LIMIT = 16_384
 TRANSCRIPT_FRAMES_LIMIT = 5_000
 TRANSCRIPT_CHARS_LIMIT = 4_000_000
 READ_CHUNK = 256 * 1024
+WARNINGS_LIMIT = 200
+"""Protocol warnings kept per journey. Once they are full, frames are no longer checked against
+the schema: a wrong frame's full check costs about a millisecond, and its warning would be dropped."""
 
 
 class Clock:
@@ -78,6 +81,8 @@ class AgentConnection:
         self.outbox = jsonrpc.Outbox()
         self.lines = framing.LineBuffer(max_line)
         self.pending: dict[Any, tuple[str, asyncio.Future[Answer]]] = {}
+        self.waits: dict[Any, tuple[str, float, float]] = {}
+        """The requests awaited now: id -> (method, since (monotonic), bound), for the heartbeat."""
         self.stdout_closed = asyncio.Event()
         self.stderr_tail: collections.deque[bytes] = collections.deque()
         self.stderr_size = 0
@@ -113,10 +118,12 @@ class AgentConnection:
             self.pending.pop(request_id, None)
             return Answer(agent_gone=True)
         gone = asyncio.create_task(self.stdout_closed.wait())
+        self.waits[request_id] = (method, time.monotonic(), timeout)
         try:
             done, _ = await asyncio.wait({future, gone}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
             gone.cancel()
+            self.waits.pop(request_id, None)
         if future.done():
             return future.result()
         self.pending.pop(request_id, None)
@@ -217,11 +224,13 @@ class AgentConnection:
             await self._send(jsonrpc.Outbox.result(request.id, result))
 
     def _check(self, role: str, method: str, payload: Any) -> None:
+        if len(self.warnings) >= WARNINGS_LIMIT:
+            return
         for problem in schema.violations(role, method, payload):
             self._warn("schema", problem)
 
     def _warn(self, kind: str, message: str) -> None:
-        if len(self.warnings) < 200:
+        if len(self.warnings) < WARNINGS_LIMIT:
             self.warnings.append(ProtocolWarning(at=self.clock.now(), process=self.index, kind=kind,
                                                  message=message))
 
@@ -231,7 +240,7 @@ class AgentConnection:
         if self._frames >= TRANSCRIPT_FRAMES_LIMIT or self._chars + len(text) > TRANSCRIPT_CHARS_LIMIT:
             if not self._dropped:
                 self.transcript.append(Frame(at=self.clock.now(), process=self.index, direction="note",
-                                             text=f"[the transcript of process {self.index} stops here: over "
+                                             text=f"[the transcript of process {self.index + 1} stops here: over "
                                                   f"{TRANSCRIPT_FRAMES_LIMIT} frames or {TRANSCRIPT_CHARS_LIMIT} "
                                                   "characters]"))
             self._dropped += 1

@@ -27,6 +27,7 @@ from acp_journeys.protocol.json_depth import json_depth_over
 from acp_journeys.rules import catalog
 from acp_journeys.rules.evidence import (
     AgentRequestEvidence,
+    BoundHit,
     Frame,
     JourneyEvidence,
     Leftover,
@@ -44,6 +45,44 @@ REPLY_TEXT_LIMIT = framing.DEFAULT_MAX_LINE
 MAX_AGENT_JSON_DEPTH = 32
 """Agent JSON kept in the evidence nests at most this deep (result.json's own bound is larger)."""
 THOUGHT_TEXT_LIMIT = 64 << 10
+
+# What an agent can make us keep: every count it controls has a bound, and each is linear to
+# follow (no scan of what is kept per update). Over a bound the first ones are kept, the rest are
+# counted (a `BoundHit` in the evidence says so), and what the judge needs of the rest is kept
+# apart: the known update kinds always have their own count, a successful create_plan or get_plan
+# is kept after the bound too (the MCP hub bounds those by its plans). Sized so that seven
+# journeys' evidence stays well under result.json's bound, whatever the agent sends.
+TOOL_CALLS_KEPT = 200
+"""Tool calls of a turn kept (by toolCallId; the judge needs only the first one of a turn)."""
+PERMISSIONS_KEPT = 200
+"""Permission requests of a turn kept (each is still answered by the policy)."""
+AGENT_REQUESTS_KEPT = 50
+"""Refused agent requests of a turn kept (each is still answered with an error)."""
+MCP_CALLS_KEPT = 100
+"""MCP tool calls of a journey kept; later ones only when they saved or read a plan."""
+UPDATE_KINDS_KEPT = 16
+"""Update kinds that ACP does not name, counted each under its own name, per count."""
+OTHER_KINDS = "(other kinds)"
+"""The count of every update kind beyond `UPDATE_KINDS_KEPT` unknown ones."""
+KNOWN_UPDATE_KINDS = frozenset({
+    "user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update",
+    "plan", "available_commands_update", "current_mode_update", "config_option_update",
+    "session_info_update", "usage_update", "notice", "compaction_update", "compaction_summary_chunk",
+})
+"""ACP v1's `sessionUpdate` values: always counted under their name, whatever else came first."""
+NAME_LIMIT = 128
+"""An update kind, an agent request's method, a tool call's kind or status."""
+TOOL_CALL_ID_LIMIT = 256
+TITLE_LIMIT = 1024
+RAW_INPUT_LIMIT = 4096
+MCP_VALUE_LIMIT = 64 << 10
+"""The arguments (and the result) of an MCP call, kept each value on its own (a create_plan's
+title stays whole beside a huge description), the values of one call sharing this many characters."""
+MCP_CHARS_KEPT = 1 << 20
+"""Once a journey's kept MCP calls hold this many characters, each later one keeps MCP_VALUE_LIMIT_LATER."""
+MCP_VALUE_LIMIT_LATER = 2048
+MODES_KEPT = 100
+"""Modes (and mode config values) of session/new that the evidence lists."""
 
 
 @dataclass(frozen=True)
@@ -140,8 +179,12 @@ class UpdateRouter:
     Agent requests (permissions, others) go to the running turn, else to the answered one.
     """
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, bounds_hit: list[BoundHit] | None = None) -> None:
         self.clock = clock
+        self.bounds_hit: list[BoundHit] = bounds_hit if bounds_hit is not None else []
+        """Where a count over its bound is noted (the journey's evidence)."""
+        self._hits: dict[tuple[str, str | None], BoundHit] = {}
+        self._tool_calls: dict[str, ToolCallEvidence] = {}  # the running turn's, by toolCallId
         self.turn: TurnEvidence | None = None
         """The turn whose session/prompt is out and not answered."""
         self.last_turn: TurnEvidence | None = None
@@ -169,6 +212,7 @@ class UpdateRouter:
     def begin_turn(self, turn: TurnEvidence) -> None:
         self.turn = turn
         self._reply_parts, self._reply_size = [], 0
+        self._tool_calls = {c.tool_call_id: c for c in turn.tool_calls}
 
     def cancel_sent(self, at: float) -> None:
         if self.turn is not None:
@@ -201,15 +245,15 @@ class UpdateRouter:
         turn = self.turn
         for action in actions:
             if action is Do.COUNT_REPLAYED:
-                _count(self.request.replayed_updates, kind)  # type: ignore[union-attr]
+                self._count(self.request.replayed_updates, kind, None)  # type: ignore[union-attr]
             elif action is Do.COUNT_LATE:
-                _count(self.last_turn.late_updates, kind)  # type: ignore[union-attr]
+                self._count(self.last_turn.late_updates, kind, self.last_turn.name)  # type: ignore[union-attr]
             elif action is Do.DROP:
                 pass
             elif turn is None:
                 raise AssertionError(f"{action} outside a turn")  # ROUTES is wrong, not the agent
             elif action is Do.COUNT:
-                _count(turn.update_counts, kind)
+                self._count(turn.update_counts, kind, turn.name)
             elif action is Do.KEEP_REPLY:
                 self._reply_chunk(turn, _text_of(update))
             elif action is Do.KEEP_THOUGHT:
@@ -236,19 +280,59 @@ class UpdateRouter:
             turn.reply_text = "".join(self._reply_parts)[:REPLY_TEXT_LIMIT]
 
     def _tool_call(self, turn: TurnEvidence, update: dict[str, Any]) -> None:
-        call_id = str(update.get("toolCallId"))
-        known = next((c for c in turn.tool_calls if c.tool_call_id == call_id), None)
+        call_id = _clip_text(str(update.get("toolCallId")), TOOL_CALL_ID_LIMIT)
+        known = self._tool_calls.get(call_id)
         if known is None:
+            if len(self._tool_calls) >= TOOL_CALLS_KEPT:
+                # Counted, not kept: the judge needs only a turn's first tool call. A later update
+                # of a call not kept is not counted again (we cannot remember every id).
+                if update.get("sessionUpdate") == "tool_call":
+                    self.note_over("tool calls", turn.name, TOOL_CALLS_KEPT)
+                return
             known = ToolCallEvidence(tool_call_id=call_id, at=self.clock.now())
+            self._tool_calls[call_id] = known
             turn.tool_calls.append(known)
-        for field, key in (("title", "title"), ("kind", "kind"), ("status", "status"), ("raw_input", "rawInput")):
+        for field, key, limit in (("title", "title", TITLE_LIMIT), ("kind", "kind", NAME_LIMIT),
+                                  ("status", "status", NAME_LIMIT), ("raw_input", "rawInput", RAW_INPUT_LIMIT)):
             if update.get(key) is not None:
                 value = update[key]
-                setattr(known, field, _clip_json(value) if field == "raw_input" else str(value))
+                setattr(known, field, _clip_json(value, limit) if field == "raw_input" else _clip_text(str(value), limit))
+
+    def _count(self, counts: dict[str, int], kind: str, turn: str | None) -> None:
+        """counts[kind] += 1, with at most UPDATE_KINDS_KEPT names that ACP does not know (a
+        dict of them is small, so counting them is cheap); the rest go to OTHER_KINDS."""
+        if kind in KNOWN_UPDATE_KINDS:
+            counts[kind] = counts.get(kind, 0) + 1
+            return
+        kind = _clip_text(kind, NAME_LIMIT)
+        hit = self._hits.get(("kinds", id(counts)))
+        if hit is not None:
+            hit.seen += 1
+        if kind not in counts:
+            unknown = [k for k in counts if k not in KNOWN_UPDATE_KINDS and k != OTHER_KINDS]
+            if len(unknown) >= UPDATE_KINDS_KEPT:
+                if hit is None:
+                    hit = self._hits[("kinds", id(counts))] = BoundHit(
+                        what="updates of kinds that ACP does not name", seen=sum(counts[k] for k in unknown) + 1,
+                        kept=UPDATE_KINDS_KEPT, kept_what=f"kinds counted by name, the others as {OTHER_KINDS!r}",
+                        turn=turn)
+                    self.bounds_hit.append(hit)
+                kind = OTHER_KINDS
+        counts[kind] = counts.get(kind, 0) + 1
+
+    def note_over(self, what: str, turn: str | None, kept: int) -> None:
+        """One more of `what` beyond the `kept` first ones."""
+        note_over(self._hits, self.bounds_hit, what, turn, kept)
 
 
-def _count(counts: dict[str, int], kind: str) -> None:
-    counts[kind] = counts.get(kind, 0) + 1
+def note_over(hits: dict[tuple[Any, Any], BoundHit], out: list[BoundHit], what: str, turn: str | None,
+              kept: int, kept_what: str = "kept") -> None:
+    """One more of `what` (in `turn`) beyond the `kept` first ones: its BoundHit, made at the first."""
+    hit = hits.get((what, turn))
+    if hit is None:
+        hit = hits[(what, turn)] = BoundHit(what=what, seen=kept, kept=kept, kept_what=kept_what, turn=turn)
+        out.append(hit)
+    hit.seen += 1
 
 
 def _text_of(update: dict[str, Any]) -> str | None:
@@ -275,6 +359,10 @@ class JourneyContext:
         self.evidence = JourneyEvidence(journey=journey_id)
         self.transcript: list[Frame] = []
         self.sessions: list[AgentSession] = []
+        self._hits: dict[tuple[Any, Any], BoundHit] = {}  # the journey's own counts over a bound
+        self._mcp_kept = 0
+        self._mcp_chars = 0
+        self._plans_read: set[tuple[str, str]] = set()  # (turn, plan id) of each get_plan kept after the bound
 
     @property
     def current_turn(self) -> TurnEvidence | None:
@@ -286,11 +374,34 @@ class JourneyContext:
         return [{"name": "rondar", "command": command[0], "args": command[1:], "env": []}]
 
     def on_mcp_call(self, record: Any) -> None:
-        call = McpCallEvidence(at=self.clock.since(record.at), tool=record.tool,
-                               arguments=_clip_dict(dict(record.arguments), 1 << 20), result=record.result,
-                               is_error=record.is_error, connection=record.connection)
         turn = self.current_turn
-        if turn is not None and turn.answered_at is None:
+        running = turn is not None and turn.answered_at is None
+        limit = MCP_VALUE_LIMIT
+        if self._mcp_kept >= MCP_CALLS_KEPT:
+            # Over the bound, only what the judge reads of a plan turn: a plan saved, or a saved
+            # plan read back (once per turn and plan). The hub saves at most MAX_PLANS plans.
+            plan_id = record.result.get("id") if isinstance(record.result, dict) else None
+            wanted = not record.is_error and isinstance(plan_id, str) and running and (
+                record.tool == "create_plan"
+                or (record.tool == "get_plan" and (turn.name, plan_id) not in self._plans_read))  # type: ignore[union-attr]
+            if not wanted:
+                note_over(self._hits, self.evidence.bounds_hit, "MCP calls", None, MCP_CALLS_KEPT,
+                          "kept, and after them each plan saved or read back in a turn")
+                return
+            if record.tool == "get_plan":
+                self._plans_read.add((turn.name, plan_id))  # type: ignore[union-attr]
+            limit = MCP_VALUE_LIMIT_LATER
+        else:
+            self._mcp_kept += 1
+        if self._mcp_chars >= MCP_CHARS_KEPT:
+            limit = MCP_VALUE_LIMIT_LATER
+        call = McpCallEvidence(at=self.clock.since(record.at), tool=_clip_text(str(record.tool), NAME_LIMIT),
+                               arguments=_clip_values(record.arguments, limit),
+                               result=_clip_values(record.result, limit) if isinstance(record.result, dict)
+                               else _clip_json(record.result, limit),
+                               is_error=record.is_error, connection=record.connection)
+        self._mcp_chars += _size(call.arguments) + _size(call.result)
+        if running:
             turn.mcp_calls.append(call)
         else:
             self.evidence.mcp_calls_outside_turns.append(call)
@@ -323,7 +434,7 @@ class AgentSession:
         self.session_id: str | None = None
         self.session_answer: dict[str, Any] | None = None
         self.policy: permissions.PolicyName = "allow-all"
-        self.router = UpdateRouter(ctx.clock)
+        self.router = UpdateRouter(ctx.clock, ctx.evidence.bounds_hit)
         self.on_update: Callable[[str, dict[str, Any]], None] | None = None
         self.on_permission: Callable[[PermissionEvidence], None] | None = None
         self.exited: asyncio.Event = asyncio.Event()
@@ -419,7 +530,7 @@ class AgentSession:
         if not remaining:
             await stopping  # nothing is left to hold the pipes: the last bytes come at once
         leftovers = await self.ctx.sandbox.collect_leftovers()
-        e.leftovers = [Leftover(pid=p.pid, command=p.command, argv=list(p.cmdline)) for p in leftovers]
+        e.leftovers = _kept_leftovers(leftovers, self.ctx, f"processes left by process {self.index + 1}")
         if not leftovers and e.last_process_ended_at is None:
             e.last_process_ended_at = clock.now()  # it ended between the window's close and the listing
         await stopping
@@ -431,7 +542,7 @@ class AgentSession:
     async def _call(self, method: str, params: dict[str, Any], timeout: float) -> tuple[RequestEvidence, Answer]:
         assert self.conn is not None
         record = RequestEvidence(method=method, process=self.index, params=_summary(params),
-                                 sent_at=self.ctx.clock.now())
+                                 sent_at=self.ctx.clock.now(), bound_s=round(timeout, 3))
         self.ctx.evidence.requests.append(record)
         self.router.request_sent(record)
         answer = await self.conn.request(method, params, timeout)
@@ -456,6 +567,7 @@ class AgentSession:
         if self.conn is None:
             return False
         self.evidence.initialize_sent_at = self.ctx.clock.now()
+        self.evidence.initialize_bound_s = round(self.ctx.bounds.initialize(), 3)
         answer = await self.conn.request(
             "initialize", {"protocolVersion": 1, "clientCapabilities": {}}, self.ctx.bounds.initialize())
         self.evidence.initialize_raw = answer.raw
@@ -518,6 +630,9 @@ class AgentSession:
 
     async def send_prompt(self, blocks: list[dict[str, Any]], timeout: float) -> Answer:
         assert self.conn is not None and self.session_id is not None
+        turn = self.router.turn
+        if turn is not None and turn.bound_s is None:
+            turn.bound_s = round(timeout, 3)  # the judge names the bound that ran out
         return await self.conn.request("session/prompt", {"sessionId": self.session_id, "prompt": blocks}, timeout)
 
     def end_turn(self, turn: TurnEvidence, answer: Answer) -> None:
@@ -557,14 +672,19 @@ class AgentSession:
                 tool_call=_clip_dict(params.get("toolCall") or {}),
                 options=[_clip_dict(o) for o in params.get("options") or [] if isinstance(o, dict)],
                 decision=answer.decision, reason=answer.reason, answer={"outcome": answer.outcome})
-            if turn is not None:
+            if turn is not None and len(turn.permissions) < PERMISSIONS_KEPT:
                 turn.permissions.append(record)
+            elif turn is not None:
+                self.router.note_over("permission requests", turn.name, PERMISSIONS_KEPT)
             if self.on_permission is not None:
                 self.on_permission(record)
             return {"outcome": answer.outcome}, None
-        if turn is not None:
-            turn.agent_requests.append(AgentRequestEvidence(at=self.ctx.clock.now(), method=request.method,
+        if turn is not None and len(turn.agent_requests) < AGENT_REQUESTS_KEPT:
+            turn.agent_requests.append(AgentRequestEvidence(at=self.ctx.clock.now(),
+                                                            method=_clip_text(request.method, NAME_LIMIT),
                                                             error_code=jsonrpc.METHOD_NOT_FOUND))
+        elif turn is not None:
+            self.router.note_over("agent requests", turn.name, AGENT_REQUESTS_KEPT)
         return None, {"code": jsonrpc.METHOD_NOT_FOUND,
                       "message": f"{request.method} is not offered: the client advertised no capabilities"}
 
@@ -579,7 +699,8 @@ def find_plan_switch(answer: dict[str, Any] | None) -> PlanSwitchEvidence:
         if not isinstance(mode, dict):
             continue
         mode_id, name = str(mode.get("id", "")), str(mode.get("name", ""))
-        switch.offered_modes.append(mode_id)
+        if len(switch.offered_modes) < MODES_KEPT:  # what a failure shows; every mode is still looked at
+            switch.offered_modes.append(_clip_text(mode_id, NAME_LIMIT))
         if switch.how is None and (mode_id.lower() in ("plan", "planning") or name.lower() in ("plan", "planning")):
             switch.how, switch.plan_value = "mode", mode_id
             switch.initial_value = modes.get("currentModeId")
@@ -589,7 +710,8 @@ def find_plan_switch(answer: dict[str, Any] | None) -> PlanSwitchEvidence:
         if not isinstance(option, dict) or option.get("category") != "mode":
             continue
         values = _option_values(option.get("options"))
-        switch.offered_config_values += values
+        room = MODES_KEPT - len(switch.offered_config_values)
+        switch.offered_config_values += [_clip_text(v, NAME_LIMIT) for v in values[:max(room, 0)]]
         plan = next((v for v in values if v.lower() == "plan"), None)
         if plan is not None:
             switch.how, switch.plan_value = "config-option", plan
@@ -625,6 +747,58 @@ def _clip_json(value: Any, limit: int = 8192) -> Any:
     except (TypeError, ValueError, RecursionError):
         return f"[a value that is not JSON: {type(value).__name__}]"
     return value if len(text) <= limit else text[:limit] + "…"
+
+
+LEFTOVERS_KEPT = 100
+"""Processes left by one agent process that are listed (each still killed); the rest counted."""
+ARGV_CHARS = 8192
+"""The characters of one left process's argv kept, all its arguments together."""
+
+
+def _kept_leftovers(found: list[Any], ctx: JourneyContext, what: str) -> list[Leftover]:
+    kept = []
+    for p in found[:LEFTOVERS_KEPT]:
+        argv, room = [], ARGV_CHARS
+        for arg in p.cmdline:
+            if room <= 0:
+                argv.append(f"[{len(p.cmdline) - len(argv)} more arguments]")
+                break
+            argv.append(_clip_text(arg, room))
+            room -= len(arg)
+        kept.append(Leftover(pid=p.pid, command=_clip_text(p.command, ARGV_CHARS), argv=argv))
+    for _ in found[LEFTOVERS_KEPT:]:
+        note_over(ctx._hits, ctx.evidence.bounds_hit, what, None, LEFTOVERS_KEPT)
+    return kept
+
+
+def _clip_text(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"…[{len(text)} characters]"
+
+
+MCP_KEYS_KEPT = 32
+
+
+def _clip_values(value: Any, limit: int) -> dict[str, Any]:
+    """An MCP call's arguments (or result) with each value clipped on its own, so that its keys
+    stay readable (a create_plan's title beside a huge description); at most MCP_KEYS_KEPT keys."""
+    if not isinstance(value, dict):
+        return _clip_dict(value, limit)
+    out: dict[str, Any] = {}
+    left = limit
+    for n, (key, item) in enumerate(value.items()):
+        if n >= MCP_KEYS_KEPT:
+            out["…"] = f"[{len(value) - MCP_KEYS_KEPT} more arguments not kept]"
+            break
+        key = _clip_text(str(key), NAME_LIMIT)
+        room = max(left, 256)
+        out[key] = _clip_text(item, room) if isinstance(item, str) else _clip_json(item, room)
+        left -= _size(out[key])
+    return out
+
+
+def _size(value: Any) -> int:
+    """About how many characters `value` takes in result.json (it is JSON already)."""
+    return len(value) if isinstance(value, str) else len(json.dumps(value, ensure_ascii=False))
 
 
 def _clip_dict(value: Any, limit: int = 8192) -> dict[str, Any]:

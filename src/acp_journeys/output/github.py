@@ -41,6 +41,7 @@ from acp_journeys.rules.evidence import RunResult
 
 if TYPE_CHECKING:
     from acp_journeys.rules.baseline import BaselineOutcome
+    from acp_journeys.rules.gate import Gate
 
 DEFAULT_API_URL = "https://api.github.com"
 STEP_SUMMARY_LIMIT = 1024 * 1024
@@ -63,6 +64,8 @@ class GitHubReport:
     summary_written: bool = False
     outputs_written: bool = False
     warnings: list[str] = field(default_factory=list)
+    gate: Gate | None = None
+    """The gate's word (PARTIAL, REFUSED) that the check run, the summary and `verdict` say."""
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -140,11 +143,11 @@ def post_json(url: str, payload: Mapping[str, Any], *, token: str, timeout: floa
 
 def _check_payload(result: RunResult, sha: str, *, docs_url: str, check_name: str, conclusion: str,
                    env: Mapping[str, str], baseline: BaselineOutcome | None,
-                   artifact_url: str | None = None) -> dict[str, Any]:
+                   artifact_url: str | None = None, gate: Gate | None = None) -> dict[str, Any]:
     output: dict[str, Any] = {
-        "title": summary_title(result, baseline)[:250],
+        "title": summary_title(result, baseline, gate)[:250],
         "summary": summary_markdown(result, docs_url=docs_url, limit=GITHUB_SUMMARY_LIMIT, baseline=baseline,
-                                    report_link=artifact_url),
+                                    report_link=artifact_url, gate=gate),
     }
     warnings = [f"- {escape_markdown(j.id)}: {escape_markdown(w)}" for j in result.journeys for w in j.warnings]
     if warnings:
@@ -184,7 +187,8 @@ def _create_check_run(report: GitHubReport, result: RunResult, env: Mapping[str,
         return
     url = f"{api}/repos/{urllib.parse.quote(owner, safe='')}/{urllib.parse.quote(name, safe='')}/check-runs"
     payload = _check_payload(result, sha, docs_url=docs_url, check_name=check_name,
-                             conclusion=report.conclusion, env=env, baseline=baseline, artifact_url=artifact_url)
+                             conclusion=report.conclusion, env=env, baseline=baseline, artifact_url=artifact_url,
+                             gate=report.gate)
     status, body, report.attempts, error = post_json(url, payload, token=token, timeout=timeout, waits=waits)
     report.status = status
     if status is not None and 200 <= status < 300:
@@ -223,13 +227,15 @@ def _write_step_summary(report: GitHubReport, result: RunResult, path: str, *, d
         report.warnings.append("the job summary file is already near GitHub's 1 MiB: the summary was not added")
         return
     limit = min(room, STEP_SUMMARY_LIMIT)
-    text = summary_markdown(result, docs_url=docs_url, limit=limit, baseline=baseline, report_link=artifact_url)
+    text = summary_markdown(result, docs_url=docs_url, limit=limit, baseline=baseline, report_link=artifact_url,
+                            gate=report.gate)
     for _ in range(8):  # characters can take up to 4 bytes: shrink until the bytes fit
         size = len(text.encode("utf-8"))
         if size <= room:
             break
         limit = max(1024, int(limit * room / size) - 64)
-        text = summary_markdown(result, docs_url=docs_url, limit=limit, baseline=baseline, report_link=artifact_url)
+        text = summary_markdown(result, docs_url=docs_url, limit=limit, baseline=baseline, report_link=artifact_url,
+                                gate=report.gate)
     else:
         report.warnings.append("the summary did not fit in the job summary")
         return
@@ -255,12 +261,17 @@ def report_github(result: RunResult, *, env: Mapping[str, str], token: str | Non
                   check_name: str = "ACP journeys", baseline: BaselineOutcome | None = None,
                   result_path: str = "", timeout: float = REQUEST_TIMEOUT_S,
                   retry_waits: Sequence[float] = RETRY_WAITS_S, artifact_url: str | None = None,
-                  post_check: bool = True) -> GitHubReport:
+                  post_check: bool = True, gate: Gate | None = None) -> GitHubReport:
     """Create the check run, append the job summary and write the outputs; never raises for GitHub.
     `artifact_url`: the artifact that holds the HTML report, linked from both summaries.
-    `post_check=False`: no request at all (a matrix job whose merge job posts the one check)."""
+    `post_check=False`: no request at all (a matrix job whose merge job posts the one check).
+    `gate`: the gate's word; a partial or refused result says so everywhere, never pass."""
     verdict = baseline.verdict if baseline is not None else result.verdict
-    report = GitHubReport(verdict=verdict, conclusion="success" if verdict == "pass" else "failure")
+    if gate is not None and gate.word in ("PARTIAL", "REFUSED"):
+        verdict = gate.word.lower()
+    elif result.partial:
+        verdict = "partial"
+    report = GitHubReport(verdict=verdict, conclusion="success" if verdict == "pass" else "failure", gate=gate)
     token = token or env.get("GITHUB_TOKEN") or None
     if post_check:
         _create_check_run(report, result, env, token, docs_url=docs_url, check_name=check_name, baseline=baseline,

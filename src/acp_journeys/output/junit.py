@@ -6,7 +6,8 @@ Rules of this module:
   a zone, as the format wants). One `<testcase classname="acp-journeys" name=JOURNEY-ID>` per
   journey, with its time.
 - A journey with verdict `fail` has one `<failure message=MESSAGE type=FAILURE-ID>` per failure;
-  its text is the message, the detail and the doc link (`docs_url#step-N`). A journey with
+  its text is the message, the detail and the doc links (`docs_url#failure-ID`, the id's own
+  paragraph, and `docs_url#step-N`, its step). A journey with
   verdict `error` (acp-journeys' own fault) has `<error>` elements instead.
 - Under a baseline: failures it expects are not failures; a journey whose every failure is
   expected is `<skipped>` (the message names the entries), a stale entry is a `<failure
@@ -29,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from acp_journeys.rules.catalog import FAILURES, JOURNEYS_BY_ID, anchor_for, doc_link
+from acp_journeys.rules.catalog import FAILURES, JOURNEYS_BY_ID, anchor_for, doc_link, fix_anchor
 from acp_journeys.rules.evidence import JourneyResult, RunResult
 
 if TYPE_CHECKING:
@@ -62,6 +63,14 @@ def _link(failure_id: str, journey_id: str, docs_url: str) -> str:
     return doc_link("step-10", docs_url)
 
 
+def _how_to_fix(failure_id: str, journey_id: str, docs_url: str) -> str:
+    fix = fix_anchor(failure_id)
+    step = _link(failure_id, journey_id, docs_url)
+    if fix is None:
+        return f"How to fix: {step}"
+    return f"How to fix: {doc_link(fix, docs_url)} (step: {step})"
+
+
 def _el(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
     el = ET.SubElement(parent, tag, {k: xml_text(v) for k, v in attrs.items()})
     if text is not None:
@@ -70,7 +79,7 @@ def _el(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> 
 
 
 def _stderr(journey: JourneyResult) -> str:
-    parts = [f"--- agent process {p.index} (stderr tail of {p.stderr_bytes} bytes) ---\n{p.stderr_tail}"
+    parts = [f"--- agent process {p.index + 1} (stderr tail of {p.stderr_bytes} bytes) ---\n{p.stderr_tail}"
              for p in journey.evidence.processes if p.stderr_tail]
     return "\n".join(parts)
 
@@ -101,7 +110,7 @@ def _testcase(suite: ET.Element, j: JourneyResult, docs_url: str,
         kind = "error" if j.verdict == "error" else "failure"
         outcome = "error" if kind == "error" else "fail"
         for f in new:
-            body = "\n".join(x for x in (f.message, f.detail, f"How to fix: {_link(f.id, j.id, docs_url)}") if x)
+            body = "\n".join(x for x in (f.message, f.detail, _how_to_fix(f.id, j.id, docs_url)) if x)
             _el(case, kind, body, message=f.message, type=f.id)
         if unexplained:
             what = "acp-journeys itself failed during this journey" if kind == "error" else "the journey failed"

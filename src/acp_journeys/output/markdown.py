@@ -4,6 +4,7 @@ Rules of this module:
 - Layout: a title line with the verdict and the counts; a table of the journeys (verdict,
   seconds, failure ids); then one section per journey, failed and errored journeys first, then
   the passes, each failure with its message, its detail and a link to its anchor
+  (`docs_url#failure-ID`, its own paragraph, from `catalog.fix_anchor`) and its step's beside it
   (`docs_url#step-N`, from `catalog.anchor_for` and `catalog.doc_link`); last, the agent's
   stderr tail of each failed journey in a fenced block.
 - Every string read from the result (replies, stderr, details, commands, ids, titles, baseline
@@ -30,11 +31,12 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from acp_journeys.rules.catalog import FAILURES, JOURNEYS_BY_ID, anchor_for, doc_link
+from acp_journeys.rules.catalog import FAILURES, JOURNEYS_BY_ID, anchor_for, doc_link, fix_anchor
 from acp_journeys.rules.evidence import JourneyResult, RunResult
 
 if TYPE_CHECKING:
     from acp_journeys.rules.baseline import BaselineOutcome
+    from acp_journeys.rules.gate import Gate
 
 GITHUB_SUMMARY_LIMIT = 65535
 STDERR_TAIL_CHARS = 3000
@@ -120,9 +122,21 @@ def failure_anchor(failure_id: str, journey_id: str) -> str:
     return "step-10"
 
 
+def fix_and_step(failure_id: str, journey_id: str) -> tuple[str, str | None]:
+    """The anchors to link for a failure: its own `failure-ID` paragraph (how to fix it), and the
+    step of the journey beside it (None when it is the same or unknown). An id this version does
+    not know links its step (or the common failures) only."""
+    step = failure_anchor(failure_id, journey_id)
+    fix = fix_anchor(failure_id)
+    if fix is None:
+        return step, None
+    return fix, (step if step != fix else None)
+
+
 def _failure_link(failure_id: str, journey_id: str, docs_url: str) -> str:
-    anchor = failure_anchor(failure_id, journey_id)
-    return _link(f"how to fix (#{anchor})", doc_link(anchor, docs_url))
+    fix, step = fix_and_step(failure_id, journey_id)
+    text = _link(f"how to fix (#{fix})", doc_link(fix, docs_url))
+    return text + (f" · {_link(f'step (#{step})', doc_link(step, docs_url))}" if step else "")
 
 
 def _journey_title(journey: JourneyResult, docs_url: str) -> str:
@@ -149,13 +163,17 @@ def _render(block: _Block) -> str:
     return block.heading + code_fence(block.body) + "\n"
 
 
-def _verdict_of(result: RunResult, baseline: BaselineOutcome | None) -> str:
+def _verdict_of(result: RunResult, baseline: BaselineOutcome | None, gate: Gate | None = None) -> str:
+    if gate is not None and gate.word in ("PARTIAL", "REFUSED"):
+        return gate.word.lower()  # the gate's word: a result it refuses is never shown as a pass
+    if result.partial:
+        return "partial"
     return baseline.verdict if baseline is not None else result.verdict
 
 
-def summary_title(result: RunResult, baseline: BaselineOutcome | None = None) -> str:
-    """The title line's text without Markdown: the verdict and the counts."""
-    verdict = _verdict_of(result, baseline)
+def summary_title(result: RunResult, baseline: BaselineOutcome | None = None, gate: Gate | None = None) -> str:
+    """The title line's text without Markdown: the verdict (the gate's word, when it refuses) and the counts."""
+    verdict = _verdict_of(result, baseline, gate)
     n = {v: sum(1 for j in result.journeys if j.verdict == v) for v in ("pass", "fail", "error")}
     counts = f"{n['pass']} of {len(result.journeys)} journeys passed, {n['fail']} failed"
     if n["error"]:
@@ -165,13 +183,15 @@ def summary_title(result: RunResult, baseline: BaselineOutcome | None = None) ->
         extra = (f"; baseline: {len(baseline.expected)} expected, {len(baseline.new)} new, "
                  f"{len(baseline.stale)} stale")
     partial = "; partial run" if result.partial else ""
-    return f"ACP journeys: {verdict} — {counts}{extra}{partial}"
+    why = f"; {gate.why}" if gate is not None and gate.why and gate.word in ("PARTIAL", "REFUSED") else ""
+    return f"ACP journeys: {verdict} — {counts}{extra}{partial if not why else why}"
 
 
 def _blocks(result: RunResult, docs_url: str, baseline: BaselineOutcome | None,
-            report_link: str | None = None) -> list[_Block]:
-    verdict = _verdict_of(result, baseline)
-    blocks: list[_Block] = [f"## {_ICONS.get(verdict, '❌')} {escape_markdown(summary_title(result, baseline))}\n\n"]
+            report_link: str | None = None, gate: Gate | None = None) -> list[_Block]:
+    verdict = _verdict_of(result, baseline, gate)
+    title = escape_markdown(summary_title(result, baseline, gate))
+    blocks: list[_Block] = [f"## {_ICONS.get(verdict, '❌')} {title}\n\n"]
     if result.agent_command:
         blocks.append(f"Agent command: {escape_markdown(' '.join(result.agent_command))}\n\n")
     if report_link and _safe_url(report_link):
@@ -223,7 +243,7 @@ def _blocks(result: RunResult, docs_url: str, baseline: BaselineOutcome | None,
         for j, p in tails:
             tail = p.stderr_tail[-STDERR_TAIL_CHARS:]
             shown = f"last {len(tail)} characters of {p.stderr_bytes} bytes" if p.stderr_bytes else "tail"
-            blocks.append(_Fence(f"{escape_markdown(j.id)}, agent process {p.index} ({shown}):\n\n", tail))
+            blocks.append(_Fence(f"{escape_markdown(j.id)}, agent process {p.index + 1} ({shown}):\n\n", tail))
     return blocks
 
 
@@ -247,12 +267,14 @@ def cut_marker(limit: int) -> str:
 
 
 def summary_markdown(result: RunResult, *, docs_url: str, limit: int = GITHUB_SUMMARY_LIMIT,
-                     baseline: BaselineOutcome | None = None, report_link: str | None = None) -> str:
+                     baseline: BaselineOutcome | None = None, report_link: str | None = None,
+                     gate: Gate | None = None) -> str:
     """The Markdown summary of `result`, at most `limit` characters (see the module's rules);
-    `report_link`, an http(s) URL, is where the HTML report is (the run's artifact)."""
+    `report_link`, an http(s) URL, is where the HTML report is (the run's artifact); `gate`: the
+    gate's word, which the title says when it refuses the result or finds it partial."""
     if limit < MIN_LIMIT:
         raise ValueError(f"limit must be at least {MIN_LIMIT} characters")
-    blocks = _blocks(result, docs_url, baseline, report_link)
+    blocks = _blocks(result, docs_url, baseline, report_link, gate)
     rendered = [_render(b) for b in blocks]
     if sum(len(r) for r in rendered) <= limit:
         return "".join(rendered)

@@ -77,6 +77,12 @@ class FailureKind:
     tier: Tier = "rondar"
     common: bool = False
     """One of the 9 common failures that Rondar's page names (#step-10)."""
+    causes: tuple[tuple[str, str], ...] = ()
+    """(cause, message): the message when the judge knows a narrower cause than the id's
+    general one (the id stays the same, so baselines and logs keep matching)."""
+
+    def message_for(self, cause: str | None) -> str:
+        return dict(self.causes).get(cause or "", self.message)
 
 
 _TURN = ("stop-reason", "prompt-error")  # on every turn
@@ -114,7 +120,12 @@ _FAILURES: tuple[FailureKind, ...] = (
     # The checks on every agent process (#step-2); the 9 common failures are Rondar's (#step-10).
     FailureKind("initialize-protocol-version",
                 "initialize got no answer with protocolVersion 1: answer it with \"protocolVersion\": 1, "
-                "a JSON number (not \"1\", not 1.0, not another version).", "step-2", common=True),
+                "a JSON number (not \"1\", not 1.0, not another version).", "step-2", common=True,
+                causes=(("exited", "the agent exited before it answered initialize: its stderr says why (a "
+                                   "missing key or setting, a wrong flag, a missing binary); fix that, so that "
+                                   "it starts and answers initialize."),
+                        ("no-answer", "initialize got no answer within the bound: answer initialize first, "
+                                      "before any slow set-up (a model or a login), with \"protocolVersion\": 1."))),
     FailureKind("no-exit-after-stdin-close",
                 "the agent did not end by itself after its input closed: end the process when standard "
                 "input closes, also while a turn runs.", "step-2", common=True),
@@ -226,3 +237,12 @@ def anchor_for(failure_id: str, journey_id: str) -> str:
 
 def doc_link(anchor: str, docs_url: str = DEFAULT_DOCS_URL) -> str:
     return f"{docs_url}#{anchor}"
+
+
+FIX_ANCHOR_PREFIX = "failure-"
+"""docs/journeys.md holds a `#failure-ID` paragraph (what it means, how to fix it) for every id."""
+
+
+def fix_anchor(failure_id: str) -> str | None:
+    """The doc anchor of a failure id's own paragraph, or None for an id this version does not know."""
+    return FIX_ANCHOR_PREFIX + failure_id if failure_id in FAILURES else None

@@ -46,6 +46,8 @@ class ProcessEvidence(_Model):
     initialize_raw: str | None = None
     """The raw line of the answer to initialize: the judge reads protocolVersion's own token."""
     initialize_timed_out: bool = False
+    initialize_bound_s: float | None = None
+    """How long initialize was waited for (the bound, --timeout-scale applied)."""
     agent_capabilities: dict[str, Any] | None = None
     stdin_closed_at: float | None = None
     turn_running_at_close: bool = False
@@ -78,6 +80,8 @@ class RequestEvidence(_Model):
     result: Any = None
     error: dict[str, Any] | None = None
     timed_out: bool = False
+    bound_s: float | None = None
+    """How long the answer was waited for (the bound, --timeout-scale applied)."""
     agent_exited: bool = False
     replayed_updates: dict[str, int] = Field(default_factory=dict)
     """session/load: updates that came before its answer (the replayed history)."""
@@ -119,6 +123,24 @@ class AgentRequestEvidence(_Model):
     error_code: int
 
 
+class BoundHit(_Model):
+    """A count that the agent controls went over the bound of what we keep: the first ones are
+    kept, the rest counted. What the judge needs of the rest is kept apart (see editor/session.py)."""
+
+    what: str
+    """What was counted: "tool calls", "permission requests", "MCP calls"..."""
+    seen: int
+    kept: int
+    kept_what: str = "kept"
+    """What `kept` counts, when not the first ones of `what` themselves."""
+    turn: str | None = None
+    """The turn it happened in (its name), None for the journey as a whole."""
+
+    def sentence(self) -> str:
+        where = f"turn {self.turn}: " if self.turn else ""
+        return f"{where}{self.seen:,} {self.what}, the first {self.kept:,} {self.kept_what}"
+
+
 class TurnEvidence(_Model):
     name: str
     process: int
@@ -131,6 +153,8 @@ class TurnEvidence(_Model):
     stop_reason: Any = None
     error: dict[str, Any] | None = None
     timed_out: bool = False
+    bound_s: float | None = None
+    """How long the answer to session/prompt was waited for (--timeout-scale applied)."""
     agent_exited: bool = False
     reply_text: str = ""
     """The text of this turn's agent_message_chunk updates, joined (capped, see reply_length)."""
@@ -184,6 +208,8 @@ class JourneyEvidence(_Model):
     """The agent was pointed at the scripted model endpoint (`run --model-stub`)."""
     model_requests: list[dict[str, Any]] = Field(default_factory=list)
     """What the agent sent the scripted model endpoint in this journey, and what it decided."""
+    bounds_hit: list[BoundHit] = Field(default_factory=list)
+    """Each count of the agent's that went over what we keep ("20,000 tool calls, the first 200 kept")."""
     stopped_early: str | None = None
     """Why the journey's script stopped before its end (the agent exited, a bound ran out...)."""
     interrupted: bool = False

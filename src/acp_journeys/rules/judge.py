@@ -51,10 +51,11 @@ class Judgement:
 class _Findings:
     """Collects failures for one journey, each id once (details joined)."""
 
-    def __init__(self, journey_id: str, docs_url: str, strict: bool = False) -> None:
+    def __init__(self, journey_id: str, docs_url: str, strict: bool = False, timeout_scale: float = 1.0) -> None:
         self.journey_id = journey_id
         self.docs_url = docs_url
         self.strict = strict
+        self.timeout_scale = timeout_scale
         self.items: dict[str, Failure] = {}
         self.warnings: list[str] = []
 
@@ -65,7 +66,12 @@ class _Findings:
         else:
             self.warnings.append(f"{failure_id} (fails only with --strict): {detail}")
 
-    def add(self, failure_id: str, detail: str) -> None:
+    def no_answer(self, what: str, bound_s: float | None) -> str:
+        """`what got no answer within B`: the bound and how --timeout-scale made it, so that a
+        slow model's author knows which knob to turn."""
+        return f"{what} got no answer within {bound_text(bound_s, self.timeout_scale)}"
+
+    def add(self, failure_id: str, detail: str, cause: str | None = None) -> None:
         if failure_id in self.items:
             old = self.items[failure_id]
             if detail and detail not in old.detail:
@@ -74,8 +80,20 @@ class _Findings:
         kind = catalog.FAILURES[failure_id]
         anchor = catalog.anchor_for(failure_id, self.journey_id)
         self.items[failure_id] = Failure(
-            id=failure_id, message=kind.message, doc=catalog.doc_link(anchor, self.docs_url), detail=detail
+            id=failure_id, message=kind.message_for(cause), doc=catalog.doc_link(anchor, self.docs_url),
+            detail=detail,
         )
+
+
+def bound_text(bound_s: float | None, scale: float) -> str:
+    """`36 s (180 s × --timeout-scale 0.2); raise --timeout-scale if your model is slow`, or
+    `the bound` for evidence that does not record it (an older result.json)."""
+    if bound_s is None or bound_s <= 0:
+        return "the bound"
+    hint = "; raise --timeout-scale if your model is slow"
+    if scale <= 0:
+        return f"{bound_s:g} s{hint}"
+    return f"{bound_s:g} s ({round(bound_s / scale, 3):g} s × --timeout-scale {scale:g}){hint}"
 
 
 class _Float(str):
@@ -108,8 +126,10 @@ def read_protocol_version(raw: str) -> tuple[bool, str]:
 
 
 def judge_journey(evidence: JourneyEvidence, *, strict: bool = False,
-                  docs_url: str = catalog.DEFAULT_DOCS_URL) -> Judgement:
-    findings = _Findings(evidence.journey, docs_url, strict)
+                  docs_url: str = catalog.DEFAULT_DOCS_URL, timeout_scale: float = 1.0) -> Judgement:
+    """`timeout_scale`: the run's --timeout-scale, named with a bound that ran out (text only:
+    the verdict never depends on it)."""
+    findings = _Findings(evidence.journey, docs_url, strict, timeout_scale)
     warnings = findings.warnings
     if evidence.runner_error:
         findings.add("runner-error", evidence.runner_error)
@@ -131,6 +151,9 @@ def judge_journey(evidence: JourneyEvidence, *, strict: bool = False,
             findings.add("schema-violation", warning.message)
         elif strict and warning.kind in ("not-json", "too-long", "not-jsonrpc"):
             findings.add("stdout-not-protocol", warning.message)
+    for hit in evidence.bounds_hit:
+        # The journey is judged on what was kept and counted (see editor/session.py); say so.
+        warnings.append(f"over a bound of acp-journeys: {hit.sentence()}")
     for turn in evidence.turns:
         if turn.late_updates:
             warnings.append(f"turn {turn.name}: updates after the answer to session/prompt: "
@@ -224,7 +247,8 @@ def judge_result(result: RunResult) -> RunResult:
     """The same run with every journey's verdict and failures computed again from its evidence."""
     journeys = []
     for journey in result.journeys:
-        judgement = judge_journey(journey.evidence, strict=result.strict, docs_url=result.docs_url)
+        judgement = judge_journey(journey.evidence, strict=result.strict, docs_url=result.docs_url,
+                                  timeout_scale=result.timeout_scale)
         journeys.append(journey.model_copy(update={
             "verdict": judgement.verdict, "failures": judgement.failures, "warnings": judgement.warnings,
         }))
@@ -247,11 +271,14 @@ def _check_process(p: ProcessEvidence, f: _Findings) -> None:
         if not ok:
             f.add("initialize-protocol-version", f"{label}: {what}")
     elif p.initialize_sent_at is not None:
+        # The cause first: a crash at start is no protocol version to fix.
         if p.initialize_timed_out:
-            f.add("initialize-protocol-version", f"{label}: no answer to initialize within the bound")
+            f.add("initialize-protocol-version",
+                  f"{label}: no answer to initialize within {bound_text(p.initialize_bound_s, f.timeout_scale)}",
+                  cause="no-answer")
         else:
             f.add("initialize-protocol-version",
-                  f"{label} ended before it answered initialize (exit code {p.exit_code})")
+                  f"{label} exited with code {p.exit_code} before it answered initialize", cause="exited")
     if p.exited_before_stdin_close and p.exited_at is not None:
         f.add("agent-exited", f"{label} exited with code {p.exit_code} at {p.exited_at:.1f}s, "
                               "before its input was closed")
@@ -276,17 +303,17 @@ def _check_request(r, f: _Findings) -> None:
         if r.error is not None:
             f.add("session-new-error", f"error {_short(r.error)}")
         elif r.timed_out:
-            f.add("timeout", "session/new got no answer within the bound")
+            f.add("timeout", f.no_answer("session/new", r.bound_s))
     elif r.method == "session/load":
         if r.error is not None:
             f.add("session-load-error", f"error {_short(r.error)}")
         elif r.timed_out:
-            f.add("timeout", "session/load got no answer within the bound")
+            f.add("timeout", f.no_answer("session/load", r.bound_s))
     elif r.method in ("session/set_mode", "session/set_config_option"):
         if r.error is not None:
             f.add("set-mode-error", f"{r.method} {_short(r.params)} answered error {_short(r.error)}")
         elif r.timed_out:
-            f.add("timeout", f"{r.method} got no answer within the bound")
+            f.add("timeout", f.no_answer(r.method, r.bound_s))
 
 
 # --- the turns --------------------------------------------------------------------------------
@@ -304,7 +331,7 @@ def _turn_ended(t: TurnEvidence, f: _Findings, expected: str = "end_turn", *, na
         f.add("agent-exited", f"the agent ended during turn {t.name}")
         return False
     if t.timed_out:
-        f.add("timeout", f"turn {t.name}: session/prompt got no answer within the bound")
+        f.add("timeout", f.no_answer(f"turn {t.name}: session/prompt", t.bound_s))
         return False
     if t.error is not None:
         f.add("prompt-error", f"turn {t.name}: {_short(t.error)}")
@@ -385,7 +412,7 @@ def _check_stop(e: JourneyEvidence, f: _Findings) -> None:
         return
     if t.cancel_sent_at is None:
         if t.timed_out:
-            f.add("timeout", "turn sleep: no answer within the bound")
+            f.add("timeout", f.no_answer("turn sleep: session/prompt", t.bound_s))
         elif t.error is not None:
             f.add("prompt-error", f"turn sleep: {_short(t.error)}")
         else:
@@ -393,7 +420,9 @@ def _check_stop(e: JourneyEvidence, f: _Findings) -> None:
                                          "command ran")
         return
     if t.cancel_trigger == "bound":
-        f.add("sleep-never-started", "cancelled at the turn's bound")
+        waited = t.cancel_sent_at - t.sent_at
+        f.add("sleep-never-started", f"cancelled at the turn's bound, after {waited:.0f} s (--timeout-scale "
+                                     f"{f.timeout_scale:g}); raise --timeout-scale if your model is slow")
     elif t.cancel_trigger == "tool_call":
         waited = f" within {t.process_wait_s:.0f}s" if t.process_wait_s is not None else ""
         why = {True: " (tracking sees every process of the agent: it ran none such)",

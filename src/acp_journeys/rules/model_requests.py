@@ -22,6 +22,8 @@ Rules of this module: pure (no clock, no lock, no I/O); the stub's `RecordLog`
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -68,6 +70,9 @@ class RequestRecord:
     side_request: str | None = None  # why this request is not a journey turn; None for a turn
     sent: list[dict[str, Any]] = field(default_factory=list)  # per message: role, clipped masked text
     error: str | None = None
+    retried: dict[str, Any] | None = None
+    """The decision retries a refused call with the argument that its refusal named (its tool,
+    the argument, the value, the refusal's first line): the model followed the agent."""
     seconds: float = 0.0  # from arrival to the answer being ready (the record is made before it goes out)
 
     def to_dict(self) -> dict[str, Any]:
@@ -89,6 +94,9 @@ def hints(records: list[RequestRecord]) -> list[str]:
     """Sentences about what reached the model in the journey's turns, for a failure message."""
     model_requests = [r for r in records if r.dialect not in (None, "models")]
     if not model_requests:
+        unserved = asked_routes(records)
+        if unserved:
+            return [f"{NO_SERVED_REQUEST}: it asked for {', '.join(unserved)}, which the stub does not serve (404)"]
         return [NO_REQUEST]
     found: list[str] = []
     served = [r for r in model_requests if r.status < 400]
@@ -120,6 +128,23 @@ nothing about a process left behind, an exit after stdin closed, a capability or
 
 NO_REQUEST = "the agent sent no request to the model endpoint"
 """The hint of a journey whose agent never called the model: no news before any prompt."""
+NO_SERVED_REQUEST = "the agent sent no request that the model endpoint serves"
+"""The hint of a journey whose agent called routes of a dialect the stub does not speak."""
+ROUTES_SHOWN = 3
+
+
+def asked_routes(records: list[RequestRecord]) -> list[str]:
+    """The routes the agent asked for that no dialect serves (`POST /v1beta/...`), each once,
+    without the stub's route tag, clipped."""
+    seen: list[str] = []
+    for r in records:
+        if r.dialect is not None or r.status != 404:
+            continue
+        path = re.sub(r"^/t/[^/?]+", "", r.path) or "/"
+        route = f"{r.method} {path if len(path) <= 120 else path[:120] + '…'}"
+        if route not in seen:
+            seen.append(route)
+    return seen[:ROUTES_SHOWN] + ([f"{len(seen) - ROUTES_SHOWN} more"] if len(seen) > ROUTES_SHOWN else [])
 
 HINT_EXPLAINS: tuple[tuple[str, frozenset[str]], ...] = (
     ("the image never reached the model", frozenset({"reply-missing-red"})),

@@ -51,6 +51,7 @@ MAX_SOCKET_PATH_BYTES = 100  # sun_path is 108 bytes on Linux, 104 on macOS
 MAX_LINE_BYTES = 32 * 1024 * 1024  # one JSON-RPC message (framing's bound); beyond this the connection is dropped
 MAX_PLANS = 256  # per channel: a journey saves one or two; beyond this create_plan answers an error
 MAX_PLAN_CHARS = 8 * 1024 * 1024  # titles and descriptions of a channel's plans, together
+CALLS_KEPT = 64  # per channel, for `calls()`: each is handed to on_call, which keeps what it needs
 DRAIN_SECONDS = 1.0  # after a client half-closes, in-flight requests get this long to answer
 
 _PLAN_ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -200,12 +201,14 @@ class McpChannel:
         self._hub = hub
         self._on_call = on_call
         self._calls: list[McpCallRecord] = []
+        self.calls_not_kept = 0
         self._listener: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[Any]] = set()  # one per open connection
         self._closed = False
 
     def calls(self) -> list[McpCallRecord]:
-        """Every tool call on this channel so far, in order of arrival."""
+        """The first CALLS_KEPT tool calls on this channel, in order of arrival (an agent decides
+        how many it makes, each up to MAX_LINE_BYTES; `calls_not_kept` counts the rest)."""
         return list(self._calls)
 
     def _next_connection(self) -> int:
@@ -213,7 +216,10 @@ class McpChannel:
         return self.connections
 
     def _record(self, record: McpCallRecord) -> None:
-        self._calls.append(record)
+        if len(self._calls) < CALLS_KEPT:
+            self._calls.append(record)
+        else:
+            self.calls_not_kept += 1
         try:
             self._on_call(record)
         except Exception:

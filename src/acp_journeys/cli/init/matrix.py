@@ -13,7 +13,8 @@ Rules of this module:
 
 from __future__ import annotations
 
-from acp_journeys.cli.init.workflow import WORKFLOW_PATH, InitError, InitOutcome, _dump, _set_inputs, _write, _yaml
+from acp_journeys.cli.init.workflow import (WORKFLOW_PATH, InitError, InitOutcome, _dump, _set_inputs, _write, _yaml,
+                                            with_branch)
 
 # Groups of about equal time, the two Plan journeys together (they share their opening).
 GROUPS: tuple[tuple[str, ...], ...] = (
@@ -45,7 +46,7 @@ jobs:
       matrix:
         journeys: []
     steps:
-      - uses: actions/checkout@11d5960a326750d5838078e36cf38b85af677262  # v4.4.0
+      - uses: actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1  # v7.0.1
         with:
           persist-credentials: false  # the agent's code needs no token
       - uses: rondar/acp-journeys@v1
@@ -71,7 +72,8 @@ jobs:
 """
 
 
-def init_matrix_workflow(repo: str, agent_command: str, dockerfile: str | None = None) -> InitOutcome:
+def init_matrix_workflow(repo: str, agent_command: str, dockerfile: str | None = None, *,
+                         branch: tuple[str, str] | None = None) -> InitOutcome:
     from pathlib import Path
 
     if not agent_command.strip():
@@ -84,7 +86,7 @@ def init_matrix_workflow(repo: str, agent_command: str, dockerfile: str | None =
         raise InitError(f"{WORKFLOW_PATH} exists: --matrix writes a new workflow only; move it away, or turn "
                         "it into a matrix by hand (see examples/workflows/matrix-journeys.yml)")
     yaml = _yaml()
-    doc = yaml.load(_TEMPLATE)
+    doc = yaml.load(with_branch(_TEMPLATE, *branch) if branch else _TEMPLATE)
     job = doc["jobs"]["journeys"]
     job["strategy"]["matrix"]["journeys"] = [" ".join(group) for group in GROUPS]
     step = job["steps"][1]

@@ -2,7 +2,8 @@
 
 Rules of this module:
 - The workflow is `.github/workflows/acp-journeys.yml` in `repo`; no other file is ever written.
-- A fresh file runs on pull_request and on push to main, with the permissions the action needs
+- A fresh file runs on pull_request and on push to the default branch (`default_branch`: git's
+  origin/HEAD, else the current branch, else main), with the permissions the action needs
   (`checks: write` to post the check run, `contents: read` to check out), and one job:
   actions/checkout (pinned by commit, with `persist-credentials: false`), then
   `uses: rondar/acp-journeys@v1` with the `agent-command` input and, when
@@ -22,7 +23,9 @@ Rules of this module:
 from __future__ import annotations
 
 import io
+import json
 import os
+import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,7 +54,7 @@ jobs:
   acp-journeys:
     runs-on: ubuntu-latest
     steps:
-      - uses: actions/checkout@11d5960a326750d5838078e36cf38b85af677262  # v4.4.0
+      - uses: actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1  # v7.0.1
         with:
           persist-credentials: false  # no token in .git/config, which the agent's build could read
       - uses: rondar/acp-journeys@v1
@@ -68,6 +71,46 @@ jobs:
           # strict: true                     # schema violations fail the journey
           # parallel: 2                      # journeys at once (default all)
 """
+
+
+BRANCH_LINE = "    branches: [main]  # your default branch"
+"""The line of the templates that `with_branch` fills with the repository's default branch."""
+
+
+def with_branch(template: str, branch: str, how: str) -> str:
+    """The template with `branch` (quoted as YAML reads it, whatever it holds) on push."""
+    assert BRANCH_LINE in template
+    return template.replace(BRANCH_LINE, f"    branches: [{json.dumps(branch)}]  # the default branch ({how})")
+
+
+def default_branch(repo: str | os.PathLike[str]) -> tuple[str, str]:
+    """The repository's default branch and how it was found: git's origin/HEAD (the remote's
+    default), else the branch checked out, else `main`. Every git call has a bound."""
+    def git(*args: str) -> str:
+        try:
+            proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=10,
+                                  stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        return proc.stdout.strip() if proc.returncode == 0 else ""
+
+    remote = git("symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD")
+    if remote.startswith("origin/") and remote != "origin/":
+        return remote.removeprefix("origin/"), "origin/HEAD"
+    current = git("symbolic-ref", "--quiet", "--short", "HEAD")
+    if current:
+        return current, "the branch checked out"
+    return "main", "no git branch found: check it"
+
+
+def missing_dockerfile(repo: str | os.PathLike[str], dockerfile: str | None) -> str | None:
+    """Why the agent image cannot be built from `dockerfile` (the action's default: `Dockerfile`
+    at the root), or None when the file is there."""
+    name = dockerfile or "Dockerfile"
+    if (Path(repo) / name).is_file():
+        return None
+    return (f"no {name} in {repo}: the workflow builds the agent's image from it; write one (see the README: "
+            "what your agent's image must contain) or give its path with --dockerfile")
 
 
 class InitError(Exception):
@@ -146,7 +189,7 @@ permissions:
   checks: write
   contents: read
 steps:
-  - uses: actions/checkout@11d5960a326750d5838078e36cf38b85af677262  # v4.4.0
+  - uses: actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1  # v7.0.1
     with:
       persist-credentials: false
   - uses: rondar/acp-journeys@v1
@@ -224,8 +267,10 @@ def _other_workflows(workflows: Path, ours: Path) -> list[str]:
     return found
 
 
-def init_workflow(repo: str, agent_command: str, dockerfile: str | None = None) -> InitOutcome:
-    """Create or update `.github/workflows/acp-journeys.yml` in `repo` (see the module's rules)."""
+def init_workflow(repo: str, agent_command: str, dockerfile: str | None = None, *,
+                  branch: tuple[str, str] | None = None) -> InitOutcome:
+    """Create or update `.github/workflows/acp-journeys.yml` in `repo` (see the module's rules);
+    `branch`: the default branch and how it was found, for the push trigger of a fresh file."""
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
     from ruamel.yaml.util import load_yaml_guess_indent
 
@@ -240,7 +285,7 @@ def init_workflow(repo: str, agent_command: str, dockerfile: str | None = None) 
 
     if not path.exists():
         yaml = _yaml()
-        doc = yaml.load(_TEMPLATE)
+        doc = yaml.load(with_branch(_TEMPLATE, *branch) if branch else _TEMPLATE)
         _set_inputs(doc["jobs"][JOB_ID]["steps"][1], agent_command, dockerfile)
         _write(path, _dump(yaml, doc))
         return InitOutcome(path, "created", f"wrote {WORKFLOW_PATH}", notes)

@@ -15,8 +15,13 @@
  *                               With --ready (as root: the container's folders are made before
  *                               the start otherwise): first make each FOLDER, its parents with
  *                               mode 0755, and give it exactly MODE (octal), then create FILE.
- *   holder run [--after FILE] PIDFILE ARGV...
+ *   holder run [--after FILE] [--nofile N] PIDFILE ARGV...
  *                               First wait (up to 5 s) until FILE exists: the folders are ready.
+ *                               With --nofile, lower the open-files limit (soft and hard) to N
+ *                               unless it is lower already: lowering needs no capability, and
+ *                               without CAP_SYS_RESOURCE the agent cannot raise it again. (The
+ *                               engine's own ulimit cannot go above its own limit: this works
+ *                               on every engine.)
  *                               Then tell our pid, then execvp(ARGV): the agent keeps that pid, so
  *                               the runner knows the agent's pid as the container sees it. The
  *                               pid goes first on stderr as one line "\0acp-journeys-pid N\n"
@@ -37,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -159,8 +165,31 @@ static int run(int argc, char **argv) {
         argc -= 2;
         argv += 2;
     }
+    if (argc >= 2 && strcmp(argv[0], "--nofile") == 0) {
+        char *end;
+        unsigned long long wanted = strtoull(argv[1], &end, 10);
+        struct rlimit lim;
+        if (*end != '\0' || wanted == 0) {
+            fprintf(stderr, "holder run: --nofile takes a positive number, not %s\n", argv[1]);
+            return 2;
+        }
+        if (getrlimit(RLIMIT_NOFILE, &lim) == 0) {
+            if (lim.rlim_max == RLIM_INFINITY || lim.rlim_max > (rlim_t)wanted) {
+                lim.rlim_max = (rlim_t)wanted;
+            }
+            if (lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur > lim.rlim_max) {
+                lim.rlim_cur = lim.rlim_max;
+            }
+            if (setrlimit(RLIMIT_NOFILE, &lim) < 0) {
+                fprintf(stderr, "holder run: cannot lower the open-files limit: %s\n", strerror(errno));
+                return 126;
+            }
+        }
+        argc -= 2;
+        argv += 2;
+    }
     if (argc < 2) {
-        fprintf(stderr, "holder run: usage: holder run [--after FILE] PIDFILE ARGV...\n");
+        fprintf(stderr, "holder run: usage: holder run [--after FILE] [--nofile N] PIDFILE ARGV...\n");
         return 2;
     }
     char buf[32];

@@ -4,10 +4,12 @@ Rules of this module:
 - The container's PID 1 is our static holder (copied in with put_archive before the start), so
   a process the agent leaves is re-parented to it and stays visible until we record and kill it.
   After an agent process ends, every process in the container but the holder and our own helper
-  execs is a leftover: that includes the MCP relay the agent started.
+  execs is a leftover: that includes the MCP relay the agent started. Ours are known by pid
+  (sandbox.py), never by a command line, which the agent can copy.
 - No network (network mode "none") unless `network`, and then a bridge network of the run's own
   with no traffic between containers; a pids limit, a memory limit (swap included), a CPU limit,
-  no capabilities and no-new-privileges on every container.
+  an open-files limit (set by the holder for every agent process), no capabilities and no-new-privileges on every container, and a bound on
+  its disk where the engine's storage driver has one (`disk_bound`; else `disk_note` says why).
 - Each journey's socket folder is its own and mounted read-only: nothing an agent makes can land
   on the runner's side (see docs/security.md).
 - Nothing assumes a shell or Python in the image: files go through put_archive/get_archive;
@@ -49,6 +51,8 @@ from acp_journeys.launch.seam import SESSION_FILES_DIR, Launcher, LaunchError, S
 log = logging.getLogger("acp_journeys.launch.docker")
 
 AGENT_DIR_MOUNT = "/agent"
+NOFILE = 65_536  # open files a process: the engine's default ranges from 20,000 to 1,048,576
+DISK = "10g"  # the container's writable layer, where the engine can bound it
 
 
 class DockerLauncher(Launcher):
@@ -70,6 +74,8 @@ class DockerLauncher(Launcher):
         pids_limit: int = 256,
         memory: str = "1g",
         cpus: float = 2.0,
+        nofile: int = NOFILE,
+        disk: str | None = DISK,
     ) -> None:
         if pull not in ("never", "missing"):
             raise ValueError(f"pull must be 'never' or 'missing', not {pull!r}")
@@ -85,6 +91,12 @@ class DockerLauncher(Launcher):
         self.memory = memory
         self.memory_bytes = parse_memory(memory)
         self.cpus = cpus
+        self.nofile = nofile
+        self.disk = disk
+        self.disk_bound: str | None = None
+        """The size set on every container's writable layer, once the engine is known to take it."""
+        self.disk_note = ""
+        """Why there is no disk bound, when there is none."""
         self.network_name: str | None = None  # the run's own network, made at start when `network`
         self.volume_root = ""  # the shared volume's folder on the engine's host (volume mode)
         self.created = time.time()
@@ -194,6 +206,9 @@ class DockerLauncher(Launcher):
             "cgroup_driver": info.get("CgroupDriver"),
         }
         await self._resolve_image(docker)
+        self.disk_bound, self.disk_note = await self._disk_bound(docker, info)
+        if self.disk_note:
+            log.info("no disk bound on the agents' containers: %s", self.disk_note)
         self._helpers = await self.call(agent_side.find_helpers)
         if self._helpers is None:
             raise LaunchError("the static helpers (holder, relay) are missing: run scripts/build-helpers.sh, "
@@ -234,6 +249,29 @@ class DockerLauncher(Launcher):
             raise LaunchError(f"cannot inspect image {self.image}: {short_error(exc)}") from exc
         self.image_id = found["Id"]
         self._image_config = found.get("Config") or {}
+
+    async def _disk_bound(self, docker: Any, info: dict[str, Any]) -> tuple[str | None, str]:
+        """(the size to set, "") when the engine bounds a container's disk, else (None, why not).
+
+        Only some storage drivers take `storage_opt size` (overlay2 only on xfs mounted with
+        pquota; btrfs, zfs, devicemapper), and an engine that cannot refuses the container: so
+        ask once with a never-started container, unless the driver's status already says no.
+        A run never fails for want of it (docs/security.md)."""
+        if not self.disk:
+            return None, "none asked"
+        driver = str(info.get("Driver") or "unknown")
+        status = {str(row[0]): str(row[1]) for row in info.get("DriverStatus") or [] if len(row) == 2}
+        backing = status.get("Backing Filesystem", "")
+        if driver == "overlay2" and backing != "xfs":
+            return None, (f"the engine's storage driver is overlay2 on {backing or 'an unknown file system'}; "
+                          "it bounds a container's disk only on xfs mounted with pquota")
+        try:
+            async with self._scratch(entrypoint=[], host_config=self.api.create_host_config(
+                    storage_opt={"size": self.disk})):
+                pass
+        except docker.errors.DockerException as exc:
+            return None, f"the engine's storage driver ({driver}) refused a size: {short_error(exc)}"
+        return self.disk, ""
 
     async def _shared_mode(self) -> tuple[str, str, str]:
         """("host", "", "") | ("volume", NAME, DIR) | ("mirror", "", DIR): where MCP sockets live."""
@@ -487,6 +525,9 @@ class DockerLauncher(Launcher):
             "pids_limit": self.pids_limit,
             "memory": self.memory,
             "cpus": self.cpus,
+            "nofile": self.nofile,
+            "disk": self.disk_bound,
+            **({"disk_note": self.disk_note} if self.disk_note else {}),
             "env": sorted(self.env),  # names only: values are secrets
             "settings": self.settings,
             "logins": len(self.logins),

@@ -4,10 +4,17 @@ Rules of this module: the container is made from the launcher's settings and hol
 PID 1; agent processes are `docker exec`s; files move as tar archives; processes are listed with
 `docker top` (frozen while leftovers are listed) and killed by host pid or through the holder.
 
+Our own processes in the container are known by identity, never by their command line (which
+any agent can choose): the holder by the host pid the engine gives for the container, our helper
+execs (`holder ps`, `holder kill`) by the host pid the engine gives for each exec while it runs,
+and the model relay by its exec's host pid (or, in the holder's list, its in-container pid). The
+helpers run one at a time, so the holder's `ps` (which leaves out itself and PID 1) never lists
+another of them.
+
 The scripted model endpoint (`model_endpoint`): our relay listens on the container's own
 loopback (MODEL_PORT) and joins each connection to a Unix socket in the folder shared with the
 runner, where the runner serves the endpoint. That relay is ours, not the agent's: it is known by
-pid and exact command line and never listed among the agent's processes or leftovers. A kill of
+its pid and never listed among the agent's processes or leftovers. A kill of
 all but the holder takes it too, so it is started again before the next agent process.
 
 This module does not know the launcher's class: what a sandbox needs of it is `ContainerHost`
@@ -47,6 +54,7 @@ KILL_GRACE_MS = 2000
 MODEL_PORT = 4179  # on the container's own loopback: its network namespace is the journey's alone
 MODEL_BASE_URL = f"http://127.0.0.1:{MODEL_PORT}"
 MODEL_RELAY_READY_S = 5.0
+HELPER_PID_WAIT_S = 2.0  # for the engine to tell the host pid of a helper exec that is starting
 
 
 @dataclass
@@ -61,13 +69,11 @@ class _ModelRelay:
     host_pid: int | None = None  # as the engine's host sees it (exec_inspect, docker top)
     starts: int = 0
 
-    def is_it(self, pid: int, args: tuple[str, ...], *, host: bool) -> bool:
-        """Both the pid and the whole command line (unique to this start: its ready file), so an
-        agent's process never passes for it. An engine that gave no host pid: the line alone."""
-        if args != self.argv:
-            return False
+    def is_it(self, pid: int, *, host: bool) -> bool:
+        """By its pid alone (a command line can be copied): the host pid of its exec, or the
+        in-container pid it wrote once it listened. Not known yet: it is nobody's process."""
         known = self.host_pid if host else self.pid
-        return known is None or pid == known
+        return known is not None and pid == known
 
 
 class ContainerHost(Protocol):
@@ -84,6 +90,8 @@ class ContainerHost(Protocol):
     pids_limit: int
     memory_bytes: int
     cpus: float
+    nofile: int
+    disk_bound: str | None
     volume_root: str
     shared: tuple[str, str, str]
     helpers_source: str | None
@@ -126,6 +134,11 @@ class DockerSandbox(Sandbox):
         self._seen_empty = False
         """Did the last listing find nothing alive (not even the current agent process)?"""
         self._engine_listed = False
+        self._holder_host_pid: int | None = None
+        """The holder's pid on the engine's host (the container's State.Pid)."""
+        self._helper_execs: set[str] = set()
+        """The exec ids of our helper execs that run now (their host pids come from the engine)."""
+        self._helper_lock = asyncio.Lock()
 
     # --- making it ------------------------------------------------------------------------
 
@@ -169,6 +182,7 @@ class DockerSandbox(Sandbox):
             mem_limit=la.memory_bytes,
             memswap_limit=la.memory_bytes,  # the same number: no swap on top of the limit
             nano_cpus=int(la.cpus * 1e9),
+            storage_opt={"size": la.disk_bound} if la.disk_bound else None,
             security_opt=["no-new-privileges"],
             # No capability at all: an agent needs none to read, write its own files, run tools
             # and listen on a high port, and without them it cannot mknod, chown, or override
@@ -188,6 +202,8 @@ class DockerSandbox(Sandbox):
             if la.helpers_source is None:
                 await la.call(api.put_archive, self.container_id, "/", la.setup_tar(self.workspace))
             await la.call(api.start, self.container_id)
+            state = (await la.call(api.inspect_container, self.container_id)).get("State") or {}
+            self._holder_host_pid = state.get("Pid") or None
         except docker.errors.DockerException as exc:
             await self.close()
             raise LaunchError(f"cannot make the journey's container from {la.image}: {short_error(exc)}") from exc
@@ -236,7 +252,7 @@ class DockerSandbox(Sandbox):
         def start() -> str:
             # As root: the runner makes the endpoint's socket with its own umask (0755 as a
             # rule), and the image's user may be anyone. Detached: no stream of ours to keep.
-            after = [agent_side.HOLDER, "run", "--after", agent_side.READY_FILE, f"{ready}.run"]
+            after = [*self._holder_run(), f"{ready}.run"]
             exec_id = la.api.exec_create(self.container_id, [*after, *relay.argv], user="0",
                                          stdout=False, stderr=False)["Id"]
             la.api.exec_start(exec_id, detach=True)
@@ -268,7 +284,7 @@ class DockerSandbox(Sandbox):
             raise LaunchError(f"agent command not found in the container: {argv[0]}")
         pidfile = f"{agent_side.PID_DIR}/{len(self._processes) + 1}.pid"
         try:
-            exec_id, response, sock, pending = await la.call(self._exec_attached, [agent_side.HOLDER, "run", "--after", agent_side.READY_FILE, pidfile, *argv])
+            exec_id, response, sock, pending = await la.call(self._exec_attached, [*self._holder_run(), pidfile, *argv])
         except (docker_module().errors.DockerException, TypeError, OSError) as exc:
             raise LaunchError(f"cannot start the agent in its container: {short_error(exc)}") from exc
         proc = DockerAgentProcess(la.api, la.executor, exec_id, response, sock, pending,
@@ -279,6 +295,11 @@ class DockerSandbox(Sandbox):
         # Wait (briefly) for the pid, so that the journey's evidence has it from the start.
         await proc.known_pid(3.0)
         return proc
+
+    def _holder_run(self) -> list[str]:
+        """`holder run` up to its PIDFILE: after the ready file, with the open-files limit. That
+        limit is set by the holder, not the engine (whose ulimit cannot go above its own)."""
+        return [agent_side.HOLDER, "run", "--after", agent_side.READY_FILE, "--nofile", str(self.launcher.nofile)]
 
     def _exec_attached(self, cmd: list[str]) -> tuple[str, Any, Any, bytes]:
         """exec_create + a hijacked exec_start; the socket comes back non-blocking."""
@@ -324,19 +345,60 @@ class DockerSandbox(Sandbox):
         await self._signal_holder_kill_all()
 
     async def _helper(self, args: list[str]) -> tuple[int | None, bytes]:
-        """Run the holder with `args` in the container: (exit code or None, stdout)."""
+        """Run the holder with `args` in the container: (exit code or None, stdout).
+
+        One at a time (so `holder ps` lists no other helper), and known by its exec id while it
+        runs: a listing meanwhile asks the engine for its host pid (`_our_host_pids`)."""
         api = self.launcher.api
 
         def run() -> tuple[int | None, bytes]:
             exec_id = api.exec_create(self.container_id, [agent_side.HOLDER, *args], stdout=True, stderr=False)["Id"]
-            out = api.exec_start(exec_id)
-            return api.exec_inspect(exec_id).get("ExitCode"), out or b""
+            self._helper_execs.add(exec_id)
+            try:
+                out = api.exec_start(exec_id)
+                info = api.exec_inspect(exec_id)
+                deadline = time.monotonic() + HELPER_PID_WAIT_S
+                while info.get("Running") and time.monotonic() < deadline:
+                    time.sleep(0.01)  # its output ended: it is ending; only then is it not ours to list
+                    info = api.exec_inspect(exec_id)
+                return info.get("ExitCode"), out or b""
+            finally:
+                self._helper_execs.discard(exec_id)
 
-        try:
-            return await self.launcher.call(run)
-        except Exception as exc:  # an exec that cannot start (pids limit): the caller falls back
-            log.debug("holder %s failed: %s", args[0], short_error(exc))
-            return None, b""
+        async with self._helper_lock:
+            try:
+                return await self.launcher.call(run)
+            except Exception as exc:  # an exec that cannot start (pids limit): the caller falls back
+                log.debug("holder %s failed: %s", args[0], short_error(exc))
+                return None, b""
+
+    async def _our_host_pids(self) -> set[int]:
+        """The host pids of our processes in the container: the holder, the model relay, and each
+        helper exec that runs now (waiting briefly for the engine to know the pid of one that is
+        starting: until then it shows as `runc init`, with the pid it then keeps)."""
+        ours = {self._holder_host_pid, self._model.host_pid if self._model else None}
+        api = self.launcher.api
+
+        def helper_pids() -> set[int]:
+            found: set[int] = set()
+            deadline = time.monotonic() + HELPER_PID_WAIT_S
+            for exec_id in list(self._helper_execs):
+                pid = 0
+                while True:
+                    try:
+                        pid = api.exec_inspect(exec_id).get("Pid") or 0
+                    except Exception:
+                        break
+                    if pid or exec_id not in self._helper_execs or time.monotonic() >= deadline:
+                        break
+                    time.sleep(0.01)
+                if pid:
+                    found.add(int(pid))
+            return found
+
+        if self._helper_execs:
+            ours |= await self.launcher.call(helper_pids)
+        return {pid for pid in ours if pid}
 
     async def _signal_holder_kill_all(self) -> None:
         try:
@@ -421,22 +483,20 @@ class DockerSandbox(Sandbox):
             pid_col, cmd_col = titles.index("PID"), titles.index("CMD")
         except ValueError:
             return None
-        rows = []
-        for row in top.get("Processes") or []:
-            pid, args = int(row[pid_col]), tuple(row[cmd_col].split(" "))
-            if not _is_ours(args) and not self._is_model_relay(pid, args, host=True):
-                rows.append((pid, row[cmd_col]))
-        return rows
+        ours = await self._our_host_pids()
+        return [(int(row[pid_col]), row[cmd_col]) for row in top.get("Processes") or []
+                if int(row[pid_col]) not in ours]
 
-    def _is_model_relay(self, pid: int, args: tuple[str, ...], *, host: bool) -> bool:
-        return self._model is not None and self._model.is_it(pid, args, host=host)
+    def _is_model_relay(self, pid: int, *, host: bool) -> bool:
+        return self._model is not None and self._model.is_it(pid, host=host)
 
     async def _list_with_holder(self) -> list[ProcInfo]:
+        # `holder ps` leaves out PID 1 and itself; no other helper runs meanwhile (`_helper`).
         code, out = await self._helper(["ps"])
         if code != 0:
             return []
         return [ProcInfo(pid=pid, cmdline=args, name=name) for pid, _ppid, name, args in parse_ps(out)
-                if not _is_ours(args) and not self._is_model_relay(pid, args, host=False)]
+                if not self._is_model_relay(pid, host=False)]
 
     async def agent_processes(self) -> list[ProcInfo]:
         if self.container_id is None or self._current is None:
@@ -506,11 +566,6 @@ class DockerSandbox(Sandbox):
             shutil.rmtree(self._runner_dir, ignore_errors=True)
 
 
-def _is_ours(args: tuple[str, ...]) -> bool:
-    """The holder itself or one of our `holder ps`/`holder kill` execs."""
-    return args[:1] == (agent_side.HOLDER,) and args[1:2] in ((), ("hold",), ("ps",), ("kill",))
-
-
 def _same_process(host_pid: int | None, pid: int | None) -> bool:
     """Is host pid `host_pid` (still) the process that the container knows as `pid`?"""
     if host_pid is None or pid is None:
@@ -526,7 +581,8 @@ def _same_process(host_pid: int | None, pid: int | None) -> bool:
 
 
 def _enrich_from_proc(rows: list[tuple[int, str]]) -> list[ProcInfo]:
-    """Host pids -> in-container pid, exact argv and name, read from the engine host's /proc."""
+    """Host pids -> in-container pid, exact argv and name, read from the engine host's /proc.
+    Our own processes are already left out (by host pid); PID 1 of the namespace is the holder."""
     found = []
     for host_pid, command in rows:
         try:
@@ -539,7 +595,7 @@ def _enrich_from_proc(rows: list[tuple[int, str]]) -> list[ProcInfo]:
         nspids = fields.get("NSpid", "").split()
         pid = int(nspids[-1]) if nspids else host_pid
         args = tuple(a.decode("utf-8", "replace") for a in raw.split(b"\0")[:-1]) if raw else (command,)
-        if pid == 1 or _is_ours(args):
+        if pid == 1:
             continue
         found.append(ProcInfo(pid=pid, cmdline=args, name=fields.get("Name", "").strip()))
     return found

@@ -36,17 +36,27 @@ from acp_journeys.output.html.htmlsafe import attr, safe_href, text
 from acp_journeys.output.html.timeline import (as_dict, as_list, as_str, cancel_latencies, frame_info,
                                           journey_timeline, num, seconds, short)
 from acp_journeys.output.html.timeline_svg import KNOWN_UPDATES, dom_id, panels, update_class
-from acp_journeys.output.markdown import failure_anchor
+from acp_journeys.output.markdown import fix_and_step
 from acp_journeys.rules.catalog import JOURNEYS_BY_ID, doc_link
 from acp_journeys.rules.evidence import RunResult
 
 if TYPE_CHECKING:
     from acp_journeys.rules.baseline import BaselineOutcome
+    from acp_journeys.rules.gate import Gate
 
-VERDICT_WORD = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}
+VERDICT_WORD = {"pass": "PASS", "fail": "FAIL", "error": "ERROR", "partial": "PARTIAL", "refused": "REFUSED"}
 WARNINGS_SHOWN = 500
+FRAMES_SHOWN = 3000
+"""Frames of a journey shown in its table; result.json has them all (a page stays readable)."""
+FRAME_CHARS_SHOWN = 4000
+"""Characters of one frame's text shown (a 16 KiB frame is cut here too; result.json has it)."""
 DIRECTION = {"to-agent": "→ agent", "from-agent": "← agent", "stderr": "stderr", "note": "note"}
 
+
+
+def _number(index: object) -> str:
+    """An agent process as every output names it: from 1 (result.json's `index` counts from 0)."""
+    return str(index + 1) if isinstance(index, int) and not isinstance(index, bool) else as_str(index)
 
 def _asset(name: str) -> str:
     return resources.files("acp_journeys.output.html").joinpath("assets", name).read_text(encoding="utf-8")
@@ -70,7 +80,7 @@ def _link(label: str, url: str, cls: str = "") -> str:
 
 
 def _badge(verdict: str) -> str:
-    v = verdict if verdict in VERDICT_WORD else "error"
+    v = "fail" if verdict in ("partial", "refused") else verdict if verdict in VERDICT_WORD else "error"
     return f'<span class="badge {v}">{text(VERDICT_WORD.get(verdict, verdict.upper() or "?"))}</span>'
 
 
@@ -84,7 +94,8 @@ def _json(value: Any) -> str:
 
 
 def _failure_href(failure_id: str, journey_id: str, docs_url: str) -> str:
-    return doc_link(failure_anchor(failure_id, journey_id), docs_url)
+    """The link of a failure id: its own `#failure-ID` paragraph (how to fix it)."""
+    return doc_link(fix_and_step(failure_id, journey_id)[0], docs_url)
 
 
 # --- the top of the page ------------------------------------------------------------------------
@@ -164,10 +175,11 @@ def _failures(j: Mapping[str, Any], docs_url: str) -> str:
     for f in as_list(j.get("failures")):
         f = as_dict(f)
         fid = as_str(f.get("id"), "?")
-        anchor = failure_anchor(fid, jid)
+        anchor, step = fix_and_step(fid, jid)
         detail = as_str(f.get("detail"))
+        step_link = f' · {_link(f"step (#{step})", doc_link(step, docs_url), "step")}' if step else ""
         items.append(f'<li><strong>{text(fid)}</strong>: {text(as_str(f.get("message")))} '
-                     f'{_link(f"how to fix (#{anchor})", _failure_href(fid, jid, docs_url))}'
+                     f'{_link(f"how to fix (#{anchor})", _failure_href(fid, jid, docs_url))}{step_link}'
                      + (f'<div class="detail">{text(detail)}</div>' if detail else "") + "</li>")
     for w in as_list(j.get("warnings")):
         items.append(f'<li class="warning">Warning: {text(short(w, 2000))}</li>')
@@ -252,7 +264,7 @@ def _turns(evidence: Mapping[str, Any]) -> str:
                          + ("exists" if t.get("target_file_exists") else "missing"))
         rows.append(
             f'<tr><td><strong>{text(as_str(t.get("name"), "turn"))}</strong><br><span class="dim">'
-            f'process {text(as_str(t.get("process")))}, {text(as_str(t.get("mode"), "default"))} mode</span></td>'
+            f'process {text(_number(t.get("process")))}, {text(as_str(t.get("mode"), "default"))} mode</span></td>'
             f'<td>{_pre(as_str(t.get("prompt_text")), "prompt")}'
             + ('<span class="dim">+ an image</span>' if t.get("has_image") else "") + "</td>"
             f'<td>{reply_html}'
@@ -282,7 +294,7 @@ def _requests(evidence: Mapping[str, Any]) -> str:
             outcome = "answered" + (f" after {seconds(answered - sent)}" if sent is not None and answered is not None
                                     else "")
         rows.append(f'<tr><td class="num">{"" if sent is None else f"{sent:.4f}"}</td>'
-                    f'<td>{text(as_str(r.get("process")))}</td><td><code>{text(as_str(r.get("method")))}</code></td>'
+                    f'<td>{text(_number(r.get("process")))}</td><td><code>{text(as_str(r.get("method")))}</code></td>'
                     f'<td>{text(outcome)}</td></tr>')
     return ('<details class="section"><summary>Requests</summary><table class="requests"><thead><tr>'
             '<th class="num">Sent (s)</th><th>Process</th><th>Method</th><th>Outcome</th></tr></thead><tbody>'
@@ -296,15 +308,21 @@ def _frames(j: Mapping[str, Any], anchor: str) -> str:
                 "a passing journey are kept only with <code>--transcripts</code>.</p></details>")
     frames = [as_dict(f) for f in as_list(transcript)]
     rows = []
-    for i, f in enumerate(frames, 1):
+    for i, f in enumerate(frames[:FRAMES_SHOWN], 1):
         direction = as_str(f.get("direction"))
         at = num(f.get("at"))
+        body = as_str(f.get("text"))
+        if len(body) > FRAME_CHARS_SHOWN:
+            body = body[:FRAME_CHARS_SHOWN] + f"…[{len(body):,} characters in result.json]"
         rows.append(f'<tr class="d-{attr(direction)}"><td class="num">{i}</td>'
-                    f'<td class="num">{"" if at is None else f"{at:.4f}"}</td><td>{text(as_str(f.get("process")))}</td>'
+                    f'<td class="num">{"" if at is None else f"{at:.4f}"}</td>'
+                    f'<td>{text(_number(f.get("process")))}</td>'
                     f'<td>{text(DIRECTION.get(direction, direction))}</td><td>{text(frame_info(f).what)}</td>'
-                    f'<td><div class="frame-text">{text(as_str(f.get("text")))}</div></td></tr>')
+                    f'<td><div class="frame-text">{text(body)}</div></td></tr>')
     table_id, count_id = f"{anchor}-frames", f"{anchor}-frames-count"
-    return (f'<details class="section frames"><summary>Frames ({len(frames):,})</summary>'
+    more = (f'<p class="dim">The first {FRAMES_SHOWN:,} of {len(frames):,} frames; result.json holds them all.</p>'
+            if len(frames) > FRAMES_SHOWN else "")
+    return (f'<details class="section frames"><summary>Frames ({len(frames):,})</summary>' + more +
             f'<p class="search"><input type="search" class="frame-search" placeholder="filter the frames: '
             f'a method, an id, any text" data-table="{table_id}" data-count="{count_id}" '
             f'aria-label="filter the frames"> <span id="{count_id}" class="dim">{len(frames):,} frames</span></p>'
@@ -317,7 +335,7 @@ def _processes(evidence: Mapping[str, Any], failed: bool) -> str:
     parts = []
     for p in as_list(evidence.get("processes")):
         p = as_dict(p)
-        index = as_str(p.get("index"))
+        index = _number(p.get("index"))
         argv = [as_str(a) for a in as_list(p.get("argv"))]
         tail = as_str(p.get("stderr_tail"))
         size = p.get("stderr_bytes") if isinstance(p.get("stderr_bytes"), int) else len(tail)
@@ -364,7 +382,7 @@ def _protocol_warnings(evidence: Mapping[str, Any]) -> str:
     warnings = [as_dict(w) for w in as_list(evidence.get("protocol_warnings"))]
     if not warnings:
         return ""
-    rows = "".join(f'<tr><td class="num">{text(as_str(w.get("at")))}</td><td>{text(as_str(w.get("process")))}</td>'
+    rows = "".join(f'<tr><td class="num">{text(as_str(w.get("at")))}</td><td>{text(_number(w.get("process")))}</td>'
                    f'<td>{text(as_str(w.get("kind")))}</td><td>{text(short(w.get("message"), 1000))}</td></tr>'
                    for w in warnings[:WARNINGS_SHOWN])
     more = (f'<p class="dim">… and {len(warnings) - WARNINGS_SHOWN:,} more in result.json</p>'
@@ -398,8 +416,9 @@ def _journey(j: Mapping[str, Any], anchor: str, docs_url: str) -> str:
 # --- the page -----------------------------------------------------------------------------------
 
 def render_html(result: RunResult | Mapping[str, Any], *, docs_url: str | None = None,
-                baseline: BaselineOutcome | None = None) -> str:
-    """The whole page (see the module's rules)."""
+                baseline: BaselineOutcome | None = None, gate: Gate | None = None) -> str:
+    """The whole page (see the module's rules); `gate`: the gate's word, shown instead of the
+    verdict when it refuses the result or finds it partial."""
     data: Mapping[str, Any] = (result.model_dump(mode="json", by_alias=True) if isinstance(result, RunResult)
                                else result)
     docs = docs_url or as_str(data.get("docs_url"))
@@ -418,6 +437,9 @@ def render_html(result: RunResult | Mapping[str, Any], *, docs_url: str | None =
         line += f", {counts['error']} error{'s' if counts['error'] != 1 else ''} of acp-journeys"
     if data.get("partial"):
         line += "; partial run"
+    if gate is not None and gate.word in ("PARTIAL", "REFUSED"):
+        verdict = gate.word.lower()
+        line += f"; {gate.why}" if gate.why else ""
     title = f"ACP journeys: {VERDICT_WORD.get(verdict, verdict)} — {line}"
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -425,7 +447,7 @@ def render_html(result: RunResult | Mapping[str, Any], *, docs_url: str | None =
         '<meta name="referrer" content="no-referrer"><meta name="viewport" content="width=device-width, initial-scale=1">'
         '<link rel="icon" href="data:,">'
         f"<title>{text(title)}</title><style>{style}</style></head><body>"
-        f'<header class="top {attr(verdict)}"><h1>{_badge(verdict)} ACP journeys</h1>'
+        f'<header class="top {attr("fail" if verdict in ("partial", "refused") else verdict)}"><h1>{_badge(verdict)} ACP journeys</h1>'
         f'<p class="counts">{text(line)}</p></header><main>'
         + _facts(data) + _baseline(baseline)
         + '<h2>Journeys</h2>' + _journey_table(journeys, anchors, docs)
@@ -438,11 +460,11 @@ def render_html(result: RunResult | Mapping[str, Any], *, docs_url: str | None =
 
 
 def write_html(result: RunResult, path: str, *, docs_url: str | None = None,
-               baseline: BaselineOutcome | None = None) -> None:
+               baseline: BaselineOutcome | None = None, gate: Gate | None = None) -> None:
     """Atomic, like result.json: a stopped run never leaves half a page."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    page = render_html(result, docs_url=docs_url, baseline=baseline)
+    page = render_html(result, docs_url=docs_url, baseline=baseline, gate=gate)
     fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=str(target.parent))
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

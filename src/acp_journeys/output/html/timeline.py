@@ -27,6 +27,9 @@ from typing import Any
 from acp_journeys.rules.catalog import RULES
 
 LABEL_CHARS = 48
+POINTS_KEPT = 3000
+"""Points of one process (and of the journey's own lanes) drawn, the earliest ones: the page of
+a result with a flood of frames or calls stays a page (result.json holds everything)."""
 DETAIL_CHARS = 600
 CANCEL_BOUND_S = RULES.cancel_s
 """Rondar's bound on the stop (the judge's rule); the timeline only writes it next to the latency."""
@@ -167,7 +170,7 @@ def journey_timeline(journey: Mapping[str, Any]) -> JourneyTimeline:
     def lane_owner(index: Any) -> ProcessTimeline:
         i = int(index) if isinstance(index, int) and not isinstance(index, bool) else 0
         if i not in processes:
-            processes[i] = ProcessTimeline(i, f"agent process {i}")
+            processes[i] = ProcessTimeline(i, f"agent process {i + 1}")  # shown from 1, as every output
         return processes[i]
 
     for p in as_list(evidence.get("processes")):
@@ -175,7 +178,7 @@ def journey_timeline(journey: Mapping[str, Any]) -> JourneyTimeline:
         owner = lane_owner(p.get("index"))
         pid = p.get("pid")
         argv = " ".join(as_str(a) for a in as_list(p.get("argv")))
-        owner.title = f"agent process {owner.index}" + (f" · pid {pid}" if isinstance(pid, int) else "")
+        owner.title = f"agent process {owner.index + 1}" + (f" · pid {pid}" if isinstance(pid, int) else "")
         owner.points.extend(_process_points(p, argv))
     for r in as_list(evidence.get("requests")):
         r = as_dict(r)
@@ -233,6 +236,11 @@ def journey_timeline(journey: Mapping[str, Any]) -> JourneyTimeline:
               + [t for p in (*[q for proc in processes.values() for q in proc.points], *journey_points)
                  for t in (p.at, p.end) if t is not None]
               + [num(f.get("at")) or 0.0 for f in frames])
+    for owner in processes.values():
+        if len(owner.points) > POINTS_KEPT:
+            owner.points = sorted(owner.points, key=lambda q: q.at)[:POINTS_KEPT]
+    if len(journey_points) > POINTS_KEPT:
+        journey_points = sorted(journey_points, key=lambda q: q.at)[:POINTS_KEPT]
     ordered = [processes[i] for i in sorted(processes)]
     return JourneyTimeline(end=end, processes=ordered, journey_points=journey_points,
                            updates_kept=transcript is not None)

@@ -118,6 +118,8 @@ class Decision:
     text: str = ""
     call: PlannedCall | None = None
     side: str | None = None
+    retried: dict[str, Any] | None = None
+    """When the call is a retry that a refusal asked for: {"tool", "argument", "value", "refusal"}."""
 
     def summary(self) -> dict[str, Any]:
         if self.call is not None:

@@ -13,7 +13,11 @@ Rules of this module (the rules of the issue "a scripted model endpoint"):
   a Python cell tool (`!command`), else, when no tools are offered, a fenced block of a language
   that the system prompt shows (tools in Markdown: the block is the call, and the messages that
   follow it are its result). Every step of a tool plan is taken once, and its result decides
-  the next: a failed step ends the turn with a reply that says what failed, never a loop.
+  the next: a failed step ends the turn with a reply that says what failed, never a loop. One
+  exception, as a model follows the agent: a shell call that the agent refuses while naming an
+  argument of that tool's own schema to set ("must use run_in_background") is made again ONCE
+  with it (`Decision.retried` says so in the records); a command so started in the background
+  is then waited for in the foreground, since the prompt says to wait for it.
 - Every decision says why, in words that a failure message can quote.
 - Pure: no I/O, no clock, no randomness. Tool-call ids belong to the dialects.
 """
@@ -24,6 +28,7 @@ import json
 import re
 import shlex
 from dataclasses import dataclass, replace
+from typing import Any
 
 import acp_journeys.services.model_stub.instructions as instructions
 import acp_journeys.services.model_stub.tools as tools
@@ -58,9 +63,9 @@ class Step:
         return self.result is not None and not self.result.is_error and not _refused(self.result.text)
 
 
-FAILED_HEAD = re.compile(r"^\W*(error\b|exit code:? [1-9]|failed\b|permission (denied|refused)|"
+FAILED_HEAD = re.compile(r"^\W*(error\b|exit code:? [1-9]|failed\b|blocked\b|permission (denied|refused)|"
                          r"the user (doesn't|does not) want)", re.I)
-FAILED_ANYWHERE = ("permission denied by user", "permission refused", "user rejected", "user denied",
+FAILED_ANYWHERE = ("<tool_use_error>", "permission denied by user", "permission refused", "user rejected", "user denied",
                    "rejected by the user", "was cancelled", "was canceled", "tool use was rejected",
                    "not allowed to run", "no such file or directory", "enoent")
 
@@ -310,17 +315,48 @@ class Script:
 
     def do_shell(self, found: instructions.Instruction, steps: list[Step]) -> Decision:
         command = found.groups["command"]
-        step = _latest(steps, "shell")
+        shells = [s for s in steps if s.role == "shell"]
+        step = shells[-1] if shells else None
         if step is None:
             ran = self.run_command("shell", command)
             if ran is None:
                 return self.reply("shell", f"I cannot run `{command}`: I have no shell tool.",
                                   f"no shell tool offered: {_offered(self.conversation)}")
             return ran
+        fix = self.refusal_fix(shells[0]) if len(shells) >= 2 else None
+        retried = fix is not None and shells[1].call.arguments.get(fix[0]) == fix[1]
         if step.ok:
+            if retried and len(shells) == 2 and "background" in fix[0].lower():  # type: ignore[index]
+                waited = self.run_command("shell", wait_for(command))
+                if waited is not None:
+                    return replace(waited, why=f"`{command}` runs in the background ({fix[0]}: "  # type: ignore[index]
+                                               f"{json.dumps(fix[1])}), and the prompt says to wait for it: "  # type: ignore[index]
+                                               f"{waited.why}")
             return self.reply("shell", f"Done: `{command}` finished.", f"{step.call.name} gave a result")
         detail = _first_line(step.result.text) if step.result else "no tool result came back"
+        if len(shells) == 1:
+            again = self.retry_refused(step, detail)
+            if again is not None:
+                return again
         return self.reply("shell", f"The command `{command}` did not finish: {detail}", f"{step.call.name} failed: {detail}")
+
+    def refusal_fix(self, step: Step) -> tuple[str, Any] | None:
+        """The argument that the agent's refusal of `step` asked to set, if any (see tools)."""
+        if step.ok or step.result is None:
+            return None
+        spec = next((t for t in self.conversation.tools if t.name == step.call.name), None)
+        return tools.refusal_fix(spec, step.call.arguments, step.result.text) if spec is not None else None
+
+    def retry_refused(self, step: Step, detail: str) -> Decision | None:
+        """The refused call once more, with the argument that its refusal names set."""
+        fix = self.refusal_fix(step)
+        if fix is None:
+            return None
+        name, value = fix
+        return Decision(intent="shell", call=PlannedCall(step.call.name, {**step.call.arguments, name: value}),
+                        why=f"{step.call.name} refused the call ({detail}) and named its argument {name}: "
+                            f"retry once with {name}: {json.dumps(value)}",
+                        retried={"tool": step.call.name, "argument": name, "value": value, "refusal": detail})
 
     def do_plan(self, found: instructions.Instruction, steps: list[Step]) -> Decision:
         conv = self.conversation
@@ -373,6 +409,12 @@ class Script:
             detail = _first_line(got.result.text) if got.result else "no tool result came back"
             return self.reply("plan", f"{get_name} failed for {plan_id}: {detail}", f"{got.call.name} failed: {detail}")
         return self.reply("plan", plan_id, f"{got.call.name} read the plan back")
+
+
+def wait_for(command: str) -> str:
+    """A foreground command that waits while `command` runs (started in the background): a
+    short poll, so that no `sleep` of its own is long enough for an agent to refuse."""
+    return f"while pgrep -x -f {shlex.quote(command)} >/dev/null; do sleep 1; done"
 
 
 def decide(conversation: Conversation) -> Decision:

@@ -44,22 +44,41 @@ TAG_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 TAG = re.compile(r"^/t/(?P<tag>[A-Za-z0-9_.-]+)(?P<rest>/.*)?$")
 POLL_SECONDS = 0.05
 IDLE_SECONDS = 120  # a keep-alive connection with no request for this long is closed
+MAX_CONNECTIONS = 64
+"""Connections open at once (each is a thread); one more is closed at once, and counted."""
 
 Decide = Callable[[Conversation], Decision]
 Mask = Callable[[str], str]
 
 
+SENT_HEAD, SENT_TAIL = 8, 32
+"""Messages of a request kept in its record: the first and the last ones (the prompt is late)."""
+PARTS_KEPT = 8
+"""Tool calls and tool results of one message kept in its record."""
+TOOLS_KEPT = 200
+"""Names of the tools offered kept in a record."""
+
+
 def sent_messages(conversation: Conversation, mask: Mask) -> list[dict[str, Any]]:
-    """Each message as it reached the model, for the record: role, masked and clipped text."""
-    sent = []
-    for message in conversation.messages:
+    """Each message as it reached the model, for the record: role, masked and clipped text; of
+    a long conversation the first SENT_HEAD and the last SENT_TAIL messages."""
+    sent: list[dict[str, Any]] = []
+    messages = conversation.messages
+    if len(messages) > SENT_HEAD + SENT_TAIL:
+        left_out = len(messages) - SENT_HEAD - SENT_TAIL
+        messages = messages[:SENT_HEAD] + messages[-SENT_TAIL:]
+    else:
+        left_out = 0
+    for index, message in enumerate(messages):
+        if left_out and index == SENT_HEAD:
+            sent.append({"role": "…", "text": f"[{left_out} messages not kept]"})
         entry: dict[str, Any] = {"role": message.role, "text": clip(mask(message.text))}
         if message.images:
             entry["images"] = len(message.images)
         if message.tool_calls:
-            entry["tool_calls"] = [call.name for call in message.tool_calls]
+            entry["tool_calls"] = [clip(call.name, 128) for call in message.tool_calls[:PARTS_KEPT]]
         if message.tool_results:
-            entry["tool_results"] = [clip(mask(r.text)) for r in message.tool_results]
+            entry["tool_results"] = [clip(mask(r.text)) for r in message.tool_results[:PARTS_KEPT]]
         sent.append(entry)
     return sent
 
@@ -246,13 +265,14 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             conversation = dialect.parse(body)
             images = [img for m in conversation.messages for img in m.all_images()]
-            fields.update(model=conversation.model, tools_offered=conversation.tool_names(),
+            fields.update(model=clip(conversation.model, 128),
+                          tools_offered=[clip(n, 128) for n in conversation.tool_names()[:TOOLS_KEPT]],
                           messages=len(conversation.messages), stream=dialect.wants_stream(body),
                           image_present=bool(images), image_decoded=any(i.data is not None for i in images),
                           sent=sent_messages(conversation, self.stub.mask))
             decision = self.stub.decide(conversation)
             fields.update(intent=decision.intent, decision=decision.summary(), why=decision.why,
-                          side_request=decision.side)
+                          side_request=decision.side, retried=decision.retried)
         except BadRequest as exc:
             self._record(started, tag, status=400, error=str(exc), **fields)
             self._json(400, dialect.error(400, str(exc)))
@@ -287,12 +307,26 @@ def model_entry(model_id: str) -> dict[str, Any]:
 
 
 class _Quiet:
+    """Errors go to the debug log; at most MAX_CONNECTIONS connections are served at once."""
+
+    stub: ModelStub
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         logger.debug("model stub: error in a request", exc_info=True)  # never on the console
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        # In the accept thread, before a thread is started for it: a flood of connections
+        # costs a close each, never a thread each.
+        return self.stub._admit(request)
+
+    def shutdown_request(self, request: Any) -> None:
+        self.stub._release(request)
+        super().shutdown_request(request)  # type: ignore[misc]
 
 
 class _TcpServer(_Quiet, socketserver.ThreadingMixIn, HTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # the default 5 makes a burst of connects wait for SYN retries
     block_on_close = False  # stop() shuts connections down itself, with a bound
 
     def server_bind(self) -> None:
@@ -303,6 +337,7 @@ class _TcpServer(_Quiet, socketserver.ThreadingMixIn, HTTPServer):
 
 class _UnixServer(_Quiet, socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
+    request_queue_size = 128
     block_on_close = False
 
 
@@ -328,12 +363,16 @@ class ModelStub:
         self._connections: set[socket.socket] = set()
         self._lock = threading.Condition()
         self._handler = type("Handler", (_Handler,), {"stub": self})
+        self._admitted: set[Any] = set()  # accepted and not yet shut down
+        self.refused_connections = 0
+        """Connections closed at once because MAX_CONNECTIONS were open (recorded in result.json)."""
         self.address: tuple[str, int] | None = None
 
     # ---- lifetime ----------------------------------------------------------------------------
 
     def start(self) -> ModelStub:
         server = _TcpServer((self.host, self.port), self._handler)
+        server.stub = self
         self.address = server.server_address[:2]
         self._serve(server, "model-stub-tcp")
         return self
@@ -341,6 +380,7 @@ class ModelStub:
     def add_unix_listener(self, path: str) -> None:
         """Serve on a Unix socket too (an absolute path that does not exist yet)."""
         server = _UnixServer(path, self._handler)
+        server.stub = self
         # The relay in an agent's container may run as another user than the runner.
         os.chmod(path, 0o666)
         self._serve(server, f"model-stub-unix-{len(self._servers)}")
@@ -398,6 +438,18 @@ class ModelStub:
         if path.endswith("/messages/count_tokens"):
             return next(d for d in self._dialects if isinstance(d, AnthropicMessages))
         return next((d for d in self._dialects if path.endswith(d.suffix)), None)
+
+    def _admit(self, request: Any) -> bool:
+        with self._lock:
+            if len(self._admitted) >= MAX_CONNECTIONS:
+                self.refused_connections += 1
+                return False
+            self._admitted.add(request)
+            return True
+
+    def _release(self, request: Any) -> None:
+        with self._lock:
+            self._admitted.discard(request)
 
     def _opened(self, conn: socket.socket) -> None:
         with self._lock:

@@ -16,6 +16,9 @@ Rules of this module: pure functions of `ToolSpec`s; no I/O.
   (```` ```shell ````, ```` ```ipython ````) is answered with such a block (gptme runs them).
 - Arguments fill the properties we mean and every other REQUIRED property with a harmless value
   of its type, so that a strict agent does not refuse the call.
+- A refusal that names an argument of the refused tool's own schema to set ("must use
+  run_in_background", "with is_background: true") gives that argument and its value
+  (`refusal_fix`): the model follows the agent's own instruction, as a real one would.
 """
 
 from __future__ import annotations
@@ -174,6 +177,41 @@ def get_plan_arguments(tool: ToolSpec, plan_id: str) -> dict[str, Any]:
     if key is None:
         key = tool.required()[0] if tool.required() else next(iter(props), "plan_id")
     return complete(tool, {key: plan_id}, plan_id)
+
+
+REFUSAL_HEAD = 2000
+"""How much of a refused call's result is read for the argument that it names."""
+VALUE_AFTER = re.compile(r'\s*[`\'"]?\s*(?:[:=]|to)\s*[`\'"]?(?P<value>true|false|-?\d+(?:\.\d+)?)\b', re.I)
+
+
+def refusal_fix(tool: ToolSpec, arguments: dict[str, Any], text: str) -> tuple[str, Any] | None:
+    """The argument (and value) that a refusal of a call of `tool` tells the model to set: a
+    property of the tool's own schema named as a word in the result, other than the command,
+    with a value given after it ("is_background: true") or, for a boolean, true; None when the
+    result names none, or the call already had that value."""
+    head = text[:REFUSAL_HEAD]
+    command = (command_property(tool) or ("command", ""))[0]
+    for name, schema in tool.properties().items():
+        if name == command or len(name) < 4:
+            continue
+        found = re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", head)
+        if found is None:
+            continue
+        types = _schema_types(schema)
+        given = VALUE_AFTER.match(head, found.end())
+        if given is not None:
+            value: Any = json.loads(given.group("value").lower())
+        elif "boolean" in types:
+            value = True
+        else:
+            continue
+        if ("boolean" in types and not isinstance(value, bool)) or \
+                (types and "boolean" not in types and isinstance(value, bool)):
+            continue
+        if arguments.get(name) == value:
+            continue
+        return name, value
+    return None
 
 
 MCP_CALL_IN_CODE = re.compile(r"\.call_tool\(\s*[\"'][^\"']*[\"']\s*,\s*[\"'](?P<tool>[^\"']+)[\"']")

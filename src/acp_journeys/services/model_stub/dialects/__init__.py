@@ -6,11 +6,13 @@ from acp_journeys.services.model_stub.dialects.anthropic import AnthropicMessage
 from acp_journeys.services.model_stub.dialects.base import Dialect
 from acp_journeys.services.model_stub.dialects.chat import ChatCompletions
 from acp_journeys.services.model_stub.dialects.common import BadRequest
+from acp_journeys.services.model_stub.dialects.gemini import GeminiGenerate, GeminiStream
 from acp_journeys.services.model_stub.dialects.responses import Responses
 
-__all__ = ["AnthropicMessages", "BadRequest", "ChatCompletions", "Dialect", "Responses", "all_dialects"]
+__all__ = ["AnthropicMessages", "BadRequest", "ChatCompletions", "Dialect", "GeminiGenerate", "GeminiStream", "Responses",
+           "all_dialects"]
 
 
 def all_dialects() -> list[Dialect]:
     """Fresh dialect objects for one server (the Responses API keeps its answers per server)."""
-    return [ChatCompletions(), Responses(), AnthropicMessages()]
+    return [ChatCompletions(), Responses(), AnthropicMessages(), GeminiStream(), GeminiGenerate()]
