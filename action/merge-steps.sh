@@ -55,6 +55,9 @@ step_merge() {
     [ "${#parts[@]}" -gt 0 ] || die "no result.json in the artifacts matching '${ACPJ_PATTERN:-}': did the matrix jobs run, and does the pattern match their artifact-name?"
     say "merging ${#parts[@]} result(s): ${parts[*]#"$work/parts/"}"
     runner_args "$work"
+    # The parts hold the agents' text, which the table and a refusal quote: the runner acts on
+    # no workflow command of it (our own error and warn end the pause first).
+    pause_commands
     docker run "${RUNNER_ARGS[@]}" --network none "$ACPJ_RUNNER_IMAGE" \
         merge "$work/result.json" "${parts[@]}" "${EXPECT_ARGS[@]}" \
         || die "the results could not be merged: see the message above"
@@ -62,10 +65,12 @@ step_merge() {
     docker run "${RUNNER_ARGS[@]}" --network none "$ACPJ_RUNNER_IMAGE" \
         report "$work/result.json" --html "$work/result.html" \
         || warn "the HTML report of the merged result could not be written (see above); result.json is uploaded all the same"
+    resume_commands
 }
 
 merge_main() {
     set -f
+    trap resume_commands EXIT
     [ -z "${ACPJ_ACTION_PATH:-}" ] || ACPJ_ACTION_PATH=$(realpath -m -- "$ACPJ_ACTION_PATH")
     case "${1:-}" in
     prepare) step_merge_prepare ;;

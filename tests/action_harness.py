@@ -73,19 +73,25 @@ class ActionRun:
         return next(s for s in self.steps if s.id == step_id)
 
 
+_LEGACY = re.compile(r"##\[([^\]\s]*)[^\]]*\]")
+"""GitHub's legacy command form, `##[NAME PROPERTIES]DATA`, which the runner obeys anywhere in a line."""
+
+
 def workflow_commands(log: str) -> list[str]:
     """The lines of a step's log that GitHub's runner acts on as workflow commands, in order.
 
-    As the runner reads them: a line (leading blanks ignored) that starts with `::`; after
-    `::stop-commands::TOKEN`, none until the line `::TOKEN::`. The pause and resume lines are
-    listed too.
+    As the runner reads them: a line (leading blanks ignored) that starts with `::`, or one that
+    holds `##[NAME...]` anywhere (the legacy form; any NAME counts, stricter than the runner);
+    after `::stop-commands::TOKEN` (or `##[stop-commands]TOKEN`), none until the line `::TOKEN::`
+    (or one holding `##[TOKEN]`). The pause and resume lines are listed too.
     """
     out: list[str] = []
     paused = ""
     for raw in re.split(r"\r\n|\n|\r", log):
         line = raw.strip()
+        legacy = _LEGACY.search(line)
         if paused:
-            if line == f"::{paused}::":
+            if line == f"::{paused}::" or (legacy is not None and legacy.group(1).lower() == paused.lower()):
                 out.append(line)
                 paused = ""
             continue
@@ -93,6 +99,10 @@ def workflow_commands(log: str) -> list[str]:
             out.append(line)
             if line.startswith("::stop-commands::"):
                 paused = line[len("::stop-commands::"):]
+        elif legacy is not None:
+            out.append(line)
+            if legacy.group(1).lower() == "stop-commands":
+                paused = line[legacy.end():]
     return out
 
 

@@ -1107,7 +1107,8 @@ def test_end_to_end_a_cancelled_run_stops_the_journeys_cleanly(engine_images: No
         _cleanup_image(image)
 
 
-FORGED = "\n::error title=Forged::forged by the agent\n::add-mask::journeys\n::stop-commands::forged\n::warning::forged\n"
+FORGED = ("\n::error title=Forged::forged by the agent\n::add-mask::journeys\n::stop-commands::forged\n::warning::forged\n"
+          "and ##[error]forged ##[add-mask]journeys ##[stop-commands]forged\n")
 
 # The reference agent, with workflow commands on lines of their own in its mode ids and names,
 # its tool titles, its stderr and the command line of a process it leaves behind.
@@ -1130,7 +1131,7 @@ FROM ${BASE_IMAGE}
 COPY src/acp_journeys/demo/reference_agent.py /agent/reference_agent.py
 COPY hostile/agent.py /agent/hostile_agent.py
 ENV ACP_REFERENCE_AGENT_STATE=/tmp/acp-reference-agent
-RUN printf '::error title=Forged::forged by the Dockerfile\\n::add-mask::journeys\\n'
+RUN printf '::error title=Forged::forged by the Dockerfile\\n::add-mask::journeys\\nand ##[error]forged by the Dockerfile\\n'
 """
 
 
@@ -1168,6 +1169,36 @@ def test_end_to_end_agent_text_starts_no_workflow_command(engine_images: None, t
         assert "::error::ACP journeys failed" in "\n".join(workflow_commands(run.step("gate").log))
     finally:
         _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
+
+
+def test_the_release_gate_obeys_no_workflow_command_of_the_agent(engine_images: None, tmp_path: Path) -> None:
+    """The release gate's verify step, run as GitHub runs a `run:` step (`bash -e`), on a result
+    of the workflow-command-reply fixture, whose reply verify quotes: GitHub's runner obeys none of
+    it, nor of the agent's `::` lines. The pinned image is the test's runner image (a docker shim
+    renames a digest of the user's), so the guard is tested whatever that image's own escaping does."""
+    from conftest import reference_agent, run_journeys
+
+    outcome = run_journeys(reference_agent("workflow-command-reply"), tmp_path, "--subject-sha", SHA)
+    assert outcome.code == 1 and outcome.path == tmp_path / "result.json", outcome.stderr
+    gate = load_yaml(ROOT / "examples" / "workflows" / "release-gate.yml")["jobs"]["acp-journeys-gate"]
+    [step] = [s for s in gate["steps"] if s.get("name", "").startswith("Block unless")]
+    (tmp_path / "step.sh").write_text(step["run"])
+    shim = tmp_path / "bin" / "docker"
+    shim.parent.mkdir()
+    pinned = "ghcr.io/rondar/acp-journeys@sha256:" + "ab" * 32  # as the user pins it in the step's env
+    shim.write_text("#!/bin/bash\nargs=()\nfor a in \"$@\"; do\n"
+                    f"  [ \"$a\" != {pinned} ] || a=$TEST_RUNNER_IMAGE\n  args+=(\"$a\")\ndone\n"
+                    f"exec {shutil.which('docker')} \"${{args[@]}}\"\n")
+    shim.chmod(0o755)
+    proc = subprocess.run(["bash", "-e", str(tmp_path / "step.sh")], cwd=tmp_path, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=300,
+                          env={**os.environ, "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}",
+                               "GITHUB_SHA": SHA, "RUNNER_IMAGE": pinned, "TEST_RUNNER_IMAGE": RUNNER_IMAGE})
+    assert proc.returncode == 1 and "INJECTED" in proc.stdout, proc.stdout  # verify ran and quoted the reply
+    commands = workflow_commands(proc.stdout)
+    assert len(commands) == 2 and commands[0].startswith("::stop-commands::"), commands
+    token = commands[0].removeprefix("::stop-commands::")
+    assert len(token) == 32 and commands[1] == f"::{token}::", commands
 
 
 def test_cleanup_removes_what_a_killed_run_left(engine_images: None, tmp_path: Path) -> None:

@@ -132,6 +132,11 @@ def test_the_readme_starts_where_a_user_starts() -> None:
     # Contributor material lives in docs/development.md.
     for moved in ("## Benchmark", "soak-fixtures.sh", "Private cgroup namespaces", "src/acp_journeys/\n"):
         assert moved not in README, moved
+    # The numbers stay in the README (the method is contributor material): each row a measured value.
+    speed = _section(README, "Speed and memory")
+    assert "bench/bench.py" in speed and "docs/development.md#benchmark" in speed
+    rows = [r for r in speed.splitlines() if r.startswith("| ") and not r.startswith("| what")]
+    assert len(rows) >= 6 and all(re.search(r"\d", r.split("|")[2]) for r in rows), rows
     development = (ROOT / "docs" / "development.md").read_text(encoding="utf-8")
     for kept in ("## Benchmark", "soak-fixtures.sh", "Private cgroup namespaces", "src/acp_journeys/\n",
                  "ACP_JOURNEYS_SKIP_DOCKER"):

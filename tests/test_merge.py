@@ -119,6 +119,106 @@ def test_refuses_parts_of_another_agent_or_condition(change: dict, field: str) -
     assert "a.json" in str(caught.value) and "b.json" in str(caught.value)
 
 
+LOCAL = {"kind": "local", "tracking": "cgroup", "environment": "minimal", "own_home": False, "env": ["ZOO_SECRET"],
+         "settings": {"MODEL": "m1"}}
+DOCKER = {"kind": "docker", "image": "agent:one", "image_id": "sha256:1", "engine_version": "27.1",
+          "api_version": "1.46", "cgroup_version": "2", "cgroup_driver": "systemd", "network": "none",
+          "pids_limit": 256, "memory": "1g", "cpus": 2.0, "env": [], "settings": {}, "logins": 0, "agent_dir": None}
+
+
+@pytest.mark.parametrize(("launch", "change", "said"), [
+    (LOCAL, {"settings": {"MODEL": "m2"}}, "settings (--setting): MODEL=m2 vs MODEL=m1"),
+    (LOCAL, {"settings": {}}, "settings (--setting): (none) vs MODEL=m1"),
+    (LOCAL, {"env": ["ZOO_SECRET", "OTHER"]}, "the names of the --env values: ZOO_SECRET OTHER vs ZOO_SECRET"),
+    (LOCAL, {"tracking": "subreaper"}, "process tracking (--tracking): subreaper vs cgroup"),
+    (LOCAL, {"environment": "inherited"}, "environment (--inherit-env): inherited vs minimal"),
+    (LOCAL, {"own_home": True}, "own home (--isolate-home): true vs false"),
+    (LOCAL, {"own_home": 0}, "own home (--isolate-home): 0 vs false"),  # JSON's false is no number
+    (LOCAL, {"holder": "per-journey"}, "launch holder: per-journey vs (none)"),  # a new field is a condition
+    (DOCKER, {"network": "bridge"}, "network (--network): bridge vs none"),
+    (DOCKER, {"image": "agent:two"}, "agent image: agent:two vs agent:one"),
+    (DOCKER, {"pids_limit": 512}, "launch pids_limit: 512 vs 256"),
+    (DOCKER, {"logins": 1}, "logins (--login): 1 vs 0"),
+    (DOCKER, {"nofile": 1024}, "open-files limit: 1024 vs (none)"),
+    (DOCKER, {"disk": "10G"}, "disk bound: 10G vs (none)"),
+])
+def test_refuses_parts_run_under_other_launch_conditions(launch: dict, change: dict, said: str) -> None:
+    a = run([journey("turn-to-end")], launch=launch)
+    b = run([journey("image-and-file")], launch={**launch, **change})
+    with pytest.raises(MergeError) as caught:
+        merge_results([("a.json", a), ("b.json", b)])
+    assert f"b.json and a.json differ in {said}" in str(caught.value)
+
+
+def test_the_machine_s_facts_are_no_conditions_and_every_difference_is_named() -> None:
+    a = run([journey("turn-to-end")], launch=DOCKER)
+    facts = {"image_id": "sha256:2", "engine_version": "28.0", "api_version": "1.47", "cgroup_version": "1",
+             "cgroup_driver": "cgroupfs", "disk_note": "the storage driver overlay2 has no size option here"}
+    b = run([journey("image-and-file")], launch={**DOCKER, **facts})
+    merged = merge_results([("a", a), ("b", b)])
+    assert [p["engine_version"] for p in merged.launch["parts"]] == ["27.1", "28.0"]  # kept per part
+    c = run([journey("image-and-file")], launch={**DOCKER, "network": "bridge", "settings": {"X": "2"}},
+            timeout_scale=2.0)
+    with pytest.raises(MergeError) as caught:
+        merge_results([("a", a), ("c", c)])
+    message = str(caught.value)
+    for said in ("timeout scale: 2.0 vs 1.0", "network (--network): bridge vs none", "settings (--setting): X=2 vs (none)"):
+        assert said in message, message
+
+
+def test_real_runs_with_other_settings_or_env_names_are_refused(tmp_path: Path) -> None:
+    """Two real jobs of the reference agent, one journey each, with `--setting X=1` and `X=2`
+    (and with another --env name): the merge refuses, exits 2 and writes nothing."""
+    parts = []
+    for n, extra in enumerate((["--setting", "X=1", "--env", "ZOO_SECRET=zoo-value-1"],
+                               ["--setting", "X=2", "--env", "ZOO_SECRET=zoo-value-1"],
+                               ["--setting", "X=1", "--env", "ZOO_TOKEN=zoo-value-1"])):
+        job = tmp_path / f"job{n}"
+        job.mkdir()
+        outcome = run_journeys(reference_agent(), job, "--journey", ALL[n], *extra)
+        assert outcome.code == 0, outcome.stderr
+        parts.append(str(outcome.path))
+    for other, said in ((parts[1], "settings (--setting): X=2 vs X=1"),
+                        (parts[2], "the names of the --env values: ZOO_TOKEN vs ZOO_SECRET")):
+        proc = _cli("merge", "out.json", parts[0], other, cwd=tmp_path)
+        assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+        assert "zoo-value-1" not in proc.stderr and not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"model_stub": {"requests": "many", "dialects": []}}, 'model_stub.requests is many, not a count'),
+    ({"model_stub": {"requests": 1, "dialects": 5}}, "model_stub.dialects is 5, not a list of dialect names"),
+    ({"model_stub": {"requests": 1, "dialects": [{"x": 1}]}}, 'model_stub.dialects is [{"x": 1}], not a list'),
+    ({"model_stub": {"requests": True}}, "model_stub.requests is true, not a count"),
+])
+def test_a_field_of_the_wrong_type_is_a_clear_exit_2(tmp_path: Path, change: dict, said: str) -> None:
+    stub = {"requests": 1, "dialects": ["openai-chat"]}
+    a = _write(tmp_path / "a.json", run([journey("turn-to-end")], model_stub=stub))
+    b = _write(tmp_path / "b.json", run([journey("image-and-file")], model_stub=stub).model_copy(update=change))
+    proc = _cli("merge", "out.json", a, b, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert f"acp-journeys: error: {b}: {said}" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_times_with_and_without_an_offset_merge(tmp_path: Path) -> None:
+    a = run([journey("turn-to-end")]).model_copy(update={"started_at": "2026-11-05T10:00:05"})
+    b = run([journey("image-and-file")]).model_copy(update={"started_at": "2026-11-05T10:00:01+00:00"})
+    assert merge_results([("a", a), ("b", b)]).started_at == "2026-11-05T10:00:01+00:00"
+
+
+def test_a_refusal_quotes_the_parts_text_on_one_line_with_no_workflow_command(tmp_path: Path) -> None:
+    from action_harness import workflow_commands
+
+    a = _write(tmp_path / "a.json", run([journey("turn-to-end")], launch=LOCAL))
+    hostile = {**LOCAL, "settings": {"MODEL": "m1 ##[error]INJECTED\n::error::X"}}
+    b = _write(tmp_path / "b.json", run([journey("image-and-file")], launch=hostile))
+    proc = _cli("merge", "out.json", a, b, cwd=tmp_path)
+    assert proc.returncode == 2 and "INJECTED" in proc.stderr, proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and workflow_commands(proc.stderr) == [], proc.stderr
+
+
 def test_per_job_images_of_one_commit_are_one_subject() -> None:
     sha = "0123456789ab" + "c" * 28
     a = run([journey("turn-to-end")], subject={"sha": sha, "image": "acp-journeys-agent:0123456789ab-x1y2z3"},

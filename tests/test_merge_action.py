@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from action_harness import CompositeAction, job_env
+from action_harness import CompositeAction, job_env, workflow_commands
 from conftest import FAST_SCALE, reference_agent
 from fake_github import FakeGitHub, serve
 from test_action import (RUNNER_IMAGE, SHA, TOKEN, _as_workflow, _cleanup_image, engine_images,  # noqa: F401
@@ -219,6 +219,24 @@ def test_end_to_end_a_job_without_a_result_fails_the_merge(engine_images: None, 
     merge = next(s for s in steps if s.id == "merge")
     missing = ", ".join(catalog.JOURNEY_IDS[4:])
     assert f"no result for {missing}" in merge.log and merge.code == 2, merge.log
+
+
+def test_end_to_end_the_merge_step_obeys_no_workflow_command_of_the_agent(engine_images: None, tmp_path: Path,
+                                                                         github_api: FakeGitHub) -> None:
+    """Parts of the workflow-command-reply fixture, whose reply (`nope ##[error]INJECTED ...`, then
+    a `::error::` line) the merged table quotes: GitHub's runner obeys none of it in any step."""
+    parts = _matrix_artifacts(tmp_path, "workflow-command-reply", GROUPS)
+    steps, run = _merge_action(tmp_path, github_api, {f"acp-journeys-result.{n}": p for n, p in enumerate(parts)}, {})
+    merge = next(s for s in steps if s.id == "merge")
+    assert merge.outcome == "success" and "INJECTED" in merge.log, run.log
+    assert {s.id: s.outcome for s in steps}["gate"] == "failure", run.log  # turn-to-end fails
+    for step in steps:
+        commands = workflow_commands(step.log)
+        assert not [c for c in commands if "INJECTED" in c or "forged" in c or "add-mask" in c], (step.id, commands)
+        pauses = [c for c in commands if c.startswith("::stop-commands::")]
+        for pause in pauses:
+            assert f"::{pause.removeprefix('::stop-commands::')}::" in commands, (step.id, commands)
+    assert any(c.startswith("::stop-commands::") for c in workflow_commands(merge.log)), merge.log
 
 
 def test_the_merge_action_finds_the_published_runner_image_of_its_version(tmp_path: Path) -> None:

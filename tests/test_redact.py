@@ -249,3 +249,75 @@ def test_literals_of_a_config_file_are_no_secrets(tmp_path: Path) -> None:
     r = Redactor()
     r.add_path(str(tmp_path / "c.toml"))
     assert r.redact("true 8080 false") == "true 8080 false"
+
+
+@pytest.mark.parametrize("name,content,secrets", [
+    ("config.toml", 'creds = { token = "sk-inline-123456", user = "bot-user" }\n', ["sk-inline-123456"]),
+    ("config.toml", '[auth]\nkeys = ["sk-array-123456", "sk-array-654321"]\n', ["sk-array-123456", "sk-array-654321"]),
+    ("config.toml", 'servers = [{ name = "a", key = "sk-nested-123456" }]\n', ["sk-nested-123456"]),
+    ("config.yaml", "tokens:\n  - sk-list-123456\n  - 'sk-list-654321'\n", ["sk-list-123456", "sk-list-654321"]),
+    ("config.yml", "auth: {token: sk-flow-123456, user: bot-user}\n", ["sk-flow-123456"]),
+    ("config.yaml", "keys: [sk-flowseq-123456, \"sk-flowseq-654321\"]\n", ["sk-flowseq-123456", "sk-flowseq-654321"]),
+    ("config", "users:\n- name: me\n  user:\n    token: sk-kube-123456\n    args: [--key, sk-kube-654321]\n",
+     ["sk-kube-123456", "sk-kube-654321"]),  # a kube config: YAML with no extension
+])
+def test_the_values_of_toml_and_yaml_structures_are_masked(tmp_path: Path, name: str, content: str,
+                                                           secrets: list[str]) -> None:
+    (tmp_path / name).write_text(content)
+    r = Redactor()
+    r.add_path(str(tmp_path / name))
+    for secret in secrets:
+        assert r.redact(f"the agent printed {secret}.") == f"the agent printed {MASK}.", secret
+
+
+def test_parsed_config_files_add_no_literal_and_no_key(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text("enabled: [true, false, 8080]\nmodel-name: {tier: 3}\n")
+    r = Redactor()
+    r.add_path(str(tmp_path / "c.yaml"))
+    assert r.redact("true false 8080 model-name tier") == "true false 8080 model-name tier"
+
+
+def test_a_yaml_bomb_in_a_login_file_is_read_within_a_bound(tmp_path: Path) -> None:
+    lines = ["a0: &a0 [sk-bomb-123456]"] + [f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}]" for i in range(1, 30)]
+    (tmp_path / "bomb.yaml").write_text("\n".join(lines) + "\n")
+    r = Redactor()
+    r.add_path(str(tmp_path / "bomb.yaml"))  # 3**29 leaves if walked whole: a bound stops it
+    assert r.redact("sk-bomb-123456") == MASK
+
+
+# --- masking the decoded text, and across the parts of one text ------------------------------------------
+
+
+def test_a_secret_written_with_json_escapes_is_masked_where_it_stands() -> None:
+    r = redactor("sk-live-123456")
+    raw = '{"text": "key \\u0073k-live-123456 and \\u0073\\u006b-live-123456\\n"}'
+    masked = r.redact_json_text(raw)
+    assert masked == '{"text": "key *** and ***\\n"}' and json.loads(masked) == {"text": "key *** and ***\n"}
+    assert r.redact("stderr: \\u0073k-live-123456!") == "stderr: ***!"  # text that is not JSON too
+
+
+def test_an_escaped_backslash_is_no_escape_and_a_surrogate_pair_is_one_character() -> None:
+    assert redactor("sk-live-123456").redact("\\\\u0073k-live-123456") == "\\\\u0073k-live-123456"
+    r = redactor("pw-\U0001F600-secret")
+    assert r.redact_json_text(json.dumps({"t": "pw-\U0001F600-secret!"})) == '{"t": "***!"}'
+
+
+def test_a_line_with_escapes_and_no_secret_is_left_byte_for_byte() -> None:
+    raw = '{"text": "a\\nb \\u00e9 \\"q\\""}'
+    assert redactor("sk-live-123456").redact_json_text(raw) == raw
+
+
+def test_a_secret_split_over_pieces_is_masked_in_each_piece() -> None:
+    r = redactor("sk-live-123456")
+    assert r.redact_pieces(["reply; the key is sk-li", "ve-123", "456, as asked"]) == \
+        ["reply; the key is ***", "***", "***, as asked"]
+    assert r.redact_pieces(["sk-live-123456 and sk-", "live-123456"]) == ["*** and ***", "***"]
+    assert r.redact_pieces(["no secret ", "here"]) == ["no secret ", "here"]
+    assert Redactor().redact_pieces(["sk-li", "ve-123456"]) == ["sk-li", "ve-123456"]
+
+
+def test_a_string_token_is_replaced_and_the_rest_of_the_line_kept() -> None:
+    from acp_journeys.output.redact import replace_string_token
+
+    line = '{"a":  "x\\u0079", "b": ["xy", 1], "c": "xyz"}'
+    assert replace_string_token(line, "xy", "***") == '{"a":  "***", "b": ["***", 1], "c": "xyz"}'

@@ -21,6 +21,7 @@ from acp_journeys import __version__
 from acp_journeys.cli import init, mcp_server, merge, report, run, schema, verify
 from acp_journeys.cli import dashboard, listing, registry
 from acp_journeys.cli.common import EXIT_USAGE, UsageError
+from acp_journeys.output.logtext import one_line
 
 # In the order of `acp-journeys --help`.
 COMMANDS = {"run": run, "verify": verify, "report": report, "init": init, "merge": merge,
@@ -48,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return COMMANDS[args.command].run(args)
     except UsageError as exc:
-        print(f"acp-journeys: error: {exc}", file=sys.stderr)
+        print(f"acp-journeys: error: {one_line(str(exc))}", file=sys.stderr)  # it may quote a result.json
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
@@ -72,7 +73,7 @@ def _one_line(exc: BaseException, show_message: bool) -> str:
         frame = frame.tb_next
     where = f" at {os.path.basename(frame.tb_frame.f_code.co_filename)}:{frame.tb_lineno}" if frame else ""
     message = " ".join(str(exc).split())[:300] if show_message else ""
-    return f"{type(exc).__name__}{where}{': ' + message if message else ''}"
+    return one_line(f"{type(exc).__name__}{where}{': ' + message if message else ''}")
 
 
 if __name__ == "__main__":

@@ -89,5 +89,7 @@ def _holds_a_result(path: str) -> bool:
 
 
 def _error(message: str) -> int:
-    print(f"acp-journeys: error: {message}", file=sys.stderr)
+    from acp_journeys.output.logtext import one_line
+
+    print(f"acp-journeys: error: {one_line(message)}", file=sys.stderr)  # it quotes the parts' fields
     return EXIT_USAGE

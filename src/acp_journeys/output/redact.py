@@ -1,22 +1,32 @@
 """Secrets never leave the run: every value given with --env or found under --login is masked.
 
 Rules of this module: one `Redactor` per run; everything we print or write passes through it.
-It masks each secret as written and as JSON would escape it. Masking never changes the shape of
-JSON: in data it masks strings (keys too) and never the literals `true`, `false`, `null` or a
-number; in a raw JSON line it masks inside string tokens only, so the line still parses. A string
-that is exactly a word of the public protocol (an ACP field name or enumeration value) or a text of
-our own prompts is left as it is: it carries no secret, and the judge reads such words.
-Masking prevents accidents; it does not stop a hostile agent that encodes a secret.
+It masks each secret as written, as JSON would escape it, and wherever a text's JSON escapes
+decode to it (`\u0073k-live-...` in a raw frame): the masking is done on the decoded text and
+the raw characters that make up the secret are replaced. The pieces of a text that the agent
+sent in consecutive parts (the chunks of one message) are masked together: a secret that spans
+parts is masked in each part where its piece stands (`redact_pieces`). Masking never changes
+the shape of JSON: in data it masks strings (keys too) and never the literals `true`, `false`,
+`null` or a number; in a raw JSON line it masks inside string tokens only, so the line still
+parses. A string that is exactly a word of the public protocol (an ACP field name or
+enumeration value) or a text of our own prompts is left as it is: it carries no secret, and the
+judge reads such words. The values of a --login file are read from its lines (`key = value`,
+`key: value`, netrc) and, when it parses, from its TOML (inline tables and arrays) or YAML (list
+items, flow maps) structure. Masking prevents accidents; it does not stop a hostile agent that
+encodes a secret (base64, reversed, one character a message...).
 
 It must not know the run or the launcher: strings and JSON in, masked strings and JSON out.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import os
 import re
+import tomllib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 MASK = "***"
@@ -26,6 +36,74 @@ MIN_SECRET = 4  # shorter values ("1", "yes") would mask half the output and pro
 _STRING_TOKEN = r'"(?:[^"\\\x00-\x1f]|\\.)*"'
 _LITERAL_TOKEN = r"(?<![\w.+-])-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.])|\btrue\b|\bfalse\b|\bnull\b"
 _TOKENS = re.compile(f"({_STRING_TOKEN})|({_LITERAL_TOKEN})")
+_STRING_TOKENS = re.compile(_STRING_TOKEN)
+# A JSON escape: a surrogate pair (one character), one \uXXXX, or a one-letter escape.
+_ESCAPE = re.compile(r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})"
+                     r"|\\u([0-9a-fA-F]{4})|\\([\"\\/bfnrt])")
+_SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_CONFIG_NODES = 20_000  # values read from one parsed --login file at most (YAML aliases can fan out)
+
+
+def _unescaped(text: str) -> tuple[str, list[tuple[int, int, int]]]:
+    """`text` with its JSON escapes decoded, and each escape as (its index in the decoded text,
+    its start and end in `text`)."""
+    pieces: list[str] = []
+    marks: list[tuple[int, int, int]] = []
+    last = decoded = 0
+    for m in _ESCAPE.finditer(text):
+        pieces.append(text[last:m.start()])
+        decoded += m.start() - last
+        if m.group(1):
+            char = chr(0x10000 + ((int(m.group(1), 16) - 0xD800) << 10) + int(m.group(2), 16) - 0xDC00)
+        elif m.group(3):
+            char = chr(int(m.group(3), 16))
+        else:
+            char = _SIMPLE_ESCAPES[m.group(4)]
+        pieces.append(char)
+        marks.append((decoded, m.start(), m.end()))
+        decoded += 1
+        last = m.end()
+    pieces.append(text[last:])
+    return "".join(pieces), marks
+
+
+def _raw_index(index: int, marks: list[tuple[int, int, int]], starts: list[int]) -> int:
+    """Where the character `index` of the decoded text starts in the raw text."""
+    i = bisect.bisect_right(starts, index) - 1
+    if i < 0:
+        return index
+    at, start, end = marks[i]
+    return start if at == index else end + (index - at - 1)
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def _masked_at(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` with each (merged) span replaced by the mask."""
+    for start, end in reversed(spans):
+        text = text[:start] + MASK + text[end:]
+    return text
+
+
+def replace_string_token(line: str, old: str, new: str) -> str:
+    """A raw JSON line with every string token whose value is `old` written anew with value `new`
+    (the rest of the line byte for byte as it was)."""
+    def replace(match: re.Match[str]) -> str:
+        try:
+            value = json.loads(match.group(0))
+        except ValueError:
+            return match.group(0)
+        return json.dumps(new, ensure_ascii=False) if value == old else match.group(0)
+
+    return _STRING_TOKENS.sub(replace, line)
 
 
 def _is_public_token(token: str) -> bool:
@@ -63,6 +141,7 @@ def public_words() -> frozenset[str]:
 class Redactor:
     def __init__(self) -> None:
         self._secrets: set[str] = set()
+        self._longest_first: list[str] | None = None  # sorted again when a secret was added
 
     def add(self, value: str) -> None:
         value = value.strip()
@@ -89,7 +168,7 @@ class Redactor:
                 self._add_strings(json.loads(text))
             except (ValueError, RecursionError):
                 pass
-            for value in config_values(text):
+            for value in config_values(text) + parsed_config_values(file.name, text):
                 self.add(value)
 
     def _add_strings(self, value: object) -> None:
@@ -127,7 +206,7 @@ class Redactor:
         """A raw JSON line, masked inside its string tokens only (literals and numbers stay),
         so that it parses as before. Text between tokens (not JSON) is masked as text. When a
         secret still shows across tokens, the whole line is masked as text: secrecy first."""
-        if not self._secrets or not any(s in text for s in self._secrets):
+        if not self._holds_secret(text):
             return text
         parts: list[str] = []
         shown: list[str] = []  # what is left to check: neither a literal nor a public word
@@ -147,7 +226,7 @@ class Redactor:
             last = match.end()
         parts.append(self.redact(text[last:]))
         shown.append(parts[-1])
-        if any(s in "".join(shown) for s in self._secrets):
+        if self._holds_secret("".join(shown)):
             return self.redact(text)
         return "".join(parts)
 
@@ -162,11 +241,65 @@ class Redactor:
     def _redact_word(self, text: str) -> str:
         return text if text in public_words() else self.redact(text)
 
+    def _secrets_longest_first(self) -> list[str]:
+        if self._longest_first is None or len(self._longest_first) != len(self._secrets):
+            self._longest_first = sorted(self._secrets, key=len, reverse=True)
+        return self._longest_first
+
+    def _holds_secret(self, text: str) -> bool:
+        """A secret shows in `text` as written or once its JSON escapes are decoded."""
+        if not self._secrets:
+            return False
+        if any(s in text for s in self._secrets):
+            return True
+        return "\\" in text and any(s in _unescaped(text)[0] for s in self._secrets)
+
+    def _spans(self, text: str) -> list[tuple[int, int]]:
+        """Where a secret stands in `text`, every occurrence (overlapping ones joined)."""
+        spans: list[tuple[int, int]] = []
+        for secret in self._secrets_longest_first():
+            at = text.find(secret)
+            while at >= 0:
+                spans.append((at, at + len(secret)))
+                at = text.find(secret, at + 1)
+        return _merged(spans)
+
     def redact(self, text: str) -> str:
-        for secret in sorted(self._secrets, key=len, reverse=True):
+        for secret in self._secrets_longest_first():
             if secret in text:
                 text = text.replace(secret, MASK)
+        if "\\" in text and self._secrets:
+            text = self._redact_escaped(text)
         return text
+
+    def _redact_escaped(self, text: str) -> str:
+        """The raw characters (escapes whole) of every secret that shows once the JSON escapes of
+        `text` are decoded, masked; what is between them stays as it was written."""
+        decoded, marks = _unescaped(text)
+        if not marks:
+            return text
+        spans = self._spans(decoded)
+        if not spans:
+            return text
+        starts = [m[0] for m in marks]
+        raw = [(_raw_index(a, marks, starts), _raw_index(b, marks, starts)) for a, b in spans]
+        return _masked_at(text, _merged(raw))
+
+    def redact_pieces(self, pieces: Sequence[str]) -> list[str]:
+        """Consecutive parts of one text (the chunks of a message, in order), each masked: a
+        secret that spans parts is masked in each part where its piece stands, so neither half
+        of it is left; a secret within one part is masked there."""
+        if not self._secrets:
+            return list(pieces)
+        spans = self._spans("".join(pieces))
+        out: list[str] = []
+        offset = 0
+        for piece in pieces:
+            end = offset + len(piece)
+            mine = [(max(a, offset) - offset, min(b, end) - offset) for a, b in spans if a < end and b > offset]
+            out.append(self.redact(_masked_at(piece, mine)) if mine else self.redact(piece))
+            offset = end
+        return out
 
 
 _ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?[\w.\-\"' ]+?\s*[=:]\s*(?P<value>.+?)\s*$")
@@ -194,6 +327,49 @@ def config_values(text: str) -> list[str]:
             if value and not _NOT_SECRET.match(value):
                 values.append(value)
     return values
+
+
+def parsed_config_values(name: str, text: str) -> list[str]:
+    """The string values of a TOML file (inline tables and arrays included), or of a YAML file
+    (list items, flow maps), read by their parsers; literals are no secrets. TOML is tried on
+    files named `*.toml` or with no extension, YAML on `*.yaml`, `*.yml` or no extension (then
+    only a mapping or a list counts: any line of text is a YAML scalar)."""
+    suffix = Path(name).suffix.lower()
+    found: list[object] = []
+    if suffix in ("", ".toml"):
+        try:
+            found.append(tomllib.loads(text))
+        except (ValueError, RecursionError):
+            pass
+    if suffix in ("", ".yaml", ".yml"):
+        try:
+            from ruamel.yaml import YAML
+
+            data = YAML(typ="safe", pure=True).load(text)
+        except Exception:  # any parse error of any kind: the file is then read by its lines only
+            data = None
+        if isinstance(data, (dict, list)) or suffix != "":
+            found.append(data)
+    values: list[str] = []
+    for value in _config_strings(found):
+        value = value.strip()
+        if value and not _NOT_SECRET.match(value):
+            values.append(value)
+    return values
+
+
+def _config_strings(root: object) -> Iterator[str]:
+    """The strings among the values (not the keys) of parsed data, up to a count of nodes."""
+    stack, seen = [root], 0
+    while stack and seen < _CONFIG_NODES:
+        node = stack.pop()
+        seen += 1
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
 
 
 def parse_env_option(option: str, environ: dict[str, str] | None = None,

@@ -5,19 +5,23 @@ produce (ids, enumerations, times, catalog texts); they are never masked, so the
 and the judge reads them as they were (fields typed as a `Literal` are ours too). Every other
 string is masked: the agent's text, its JSON (keys too) and the user's command. Raw JSON lines of
 the agent are masked inside their string tokens only, so the judge still parses them. Markers are
-masked like the replies that hold them, so "the reply holds the marker" reads the same.
+masked like the replies that hold them, so "the reply holds the marker" reads the same. In a kept
+transcript, the text chunks of one stream (a process's session and update kind, such as its
+agent_message_chunk updates) are masked as one text, each piece of a secret that spans chunks
+where it stands (the joined reply is masked whole in the evidence already).
 
 It must not know how the evidence was gathered: the result's models in, a masked copy out.
 """
 
 from __future__ import annotations
 
+import json
 import typing
 from typing import Any
 
 from pydantic import BaseModel
 
-from acp_journeys.output.redact import Redactor
+from acp_journeys.output.redact import Redactor, replace_string_token
 from acp_journeys.rules import evidence as ev
 
 OURS: dict[type[BaseModel], frozenset[str]] = {
@@ -44,8 +48,49 @@ def _is_literal(annotation: Any) -> bool:
     return any(_is_literal(a) for a in typing.get_args(annotation))
 
 
+CHUNK_UPDATES = frozenset({"agent_message_chunk", "agent_thought_chunk", "user_message_chunk"})
+"""The session/update kinds whose text content is one text sent in parts."""
+
+
+def _chunk_text(frame: ev.Frame) -> tuple[tuple[int, object, str], str] | None:
+    """(its stream, its text) when the frame is a text chunk of the agent's, else None."""
+    if frame.direction != "from-agent" or "session/update" not in frame.text:
+        return None
+    try:
+        message = json.loads(frame.text)
+    except (ValueError, RecursionError):
+        return None  # a line clipped in the transcript, or no JSON: masked as it stands
+    params = message.get("params") if isinstance(message, dict) and message.get("method") == "session/update" else None
+    update = params.get("update") if isinstance(params, dict) else None
+    content = update.get("content") if isinstance(update, dict) else None
+    if not isinstance(content, dict) or update.get("sessionUpdate") not in CHUNK_UPDATES \
+            or not isinstance(content.get("text"), str):
+        return None
+    session = params.get("sessionId")
+    return (frame.process, session if isinstance(session, (str, int)) else None, update["sessionUpdate"]), \
+        content["text"]
+
+
+def mask_chunk_streams(transcript: list[ev.Frame], redactor: Redactor) -> list[ev.Frame]:
+    """The transcript with each stream of text chunks masked across its chunks (see the module)."""
+    streams: dict[tuple[int, object, str], list[tuple[int, str]]] = {}
+    for index, frame in enumerate(transcript):
+        found = _chunk_text(frame)
+        if found is not None:
+            streams.setdefault(found[0], []).append((index, found[1]))
+    out = list(transcript)
+    for chunks in streams.values():
+        masked = redactor.redact_pieces([text for _, text in chunks])
+        for (index, text), new in zip(chunks, masked):
+            if new != text:
+                out[index] = out[index].model_copy(update={"text": replace_string_token(out[index].text, text, new)})
+    return out
+
+
 def mask_model(model: BaseModel, redactor: Redactor) -> BaseModel:
     cls = type(model)
+    if isinstance(model, ev.JourneyResult) and model.transcript:
+        model = model.model_copy(update={"transcript": mask_chunk_streams(model.transcript, redactor)})
     update: dict[str, Any] = {}
     for name, field in cls.model_fields.items():
         value = getattr(model, name)

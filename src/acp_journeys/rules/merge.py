@@ -1,20 +1,26 @@
 """Joining the result.json files of a matrix (each job ran some of the journeys) into one result.
 
 Rules of this module: pure (results in, a result or `MergeError` out; no files, no printing).
-The parts must be of one agent under one set of conditions: the same tool version, agent command,
-subject, strict mode, docs URL, timeout scale, launch kind and model-stub use; no journey may be in
-two parts. The evidence of the merged result is the union of the parts' evidence, untouched, and
-its verdicts are the judge's (`judge_result`), so `verify` on it says what one run of all the
-journeys would have said. Facts that differ between jobs without changing the conditions (the
-machine, the launch details such as the image id) are kept per part.
+The parts must be of one agent under one set of conditions: everything that could change a
+verdict is compared, and every difference is named in the refusal: the tool version, agent
+command, subject, strict mode, docs URL, timeout scale, model-stub use, and every field of the
+launch section (its kind, settings, the names of the --env values, network, tracking, the image,
+the container limits, the own home...) but those in `LAUNCH_FACTS`, which differ between
+machines without changing what is tested. A new launch field is a condition unless it is added
+there. No journey may be in two parts. The evidence of the merged result is the union of the
+parts' evidence, untouched, and its verdicts are the judge's (`judge_result`), so `verify` on it
+says what one run of all the journeys would have said. The facts that differ between jobs (the
+machine, the launch facts) are kept per part. A field of the wrong type (the free-form launch
+and model-stub sections) is a `MergeError` that names the part and the field.
 
 It must not read or write files: `cli/merge.py` does, around it.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from acp_journeys.rules import catalog
@@ -24,6 +30,20 @@ from acp_journeys.rules.judge import judge_result
 # The tag the action gives an agent image it built in a job: `<sha12>-<job's own suffix>`. Two
 # jobs that built the same commit have two such tags for one subject.
 _JOB_IMAGE = re.compile(r"^acp-journeys-agent:([0-9a-f]{7,12})-[a-z0-9]+$")
+
+
+# Launch fields that are facts of the job's machine, not conditions of the run: the engine's
+# versions and cgroup, the id of an image rebuilt from the same commit, why the engine gave no
+# disk bound (whether there is one, `disk`, is a condition), an earlier merge's parts.
+LAUNCH_FACTS = frozenset({"image_id", "engine_version", "api_version", "cgroup_version", "cgroup_driver",
+                          "disk_note", "parts"})
+_LAUNCH_NAMES = {"kind": "launch kind (local or docker)", "settings": "settings (--setting)",
+                 "env": "the names of the --env values", "network": "network (--network)",
+                 "tracking": "process tracking (--tracking)", "image": "agent image",
+                 "environment": "environment (--inherit-env)", "own_home": "own home (--isolate-home)",
+                 "logins": "logins (--login)", "agent_dir": "agent folder (--agent-dir)",
+                 "nofile": "open-files limit", "disk": "disk bound"}
+_SHOWN = 200  # characters of a differing value in a refusal
 
 
 class MergeError(Exception):
@@ -36,10 +56,11 @@ def merge_results(parts: Sequence[tuple[str, RunResult]]) -> RunResult:
         raise MergeError("nothing to merge: give at least one result.json")
     first_name, first = parts[0]
     for name, part in parts[1:]:
-        for field, mine, theirs in _conditions(first, part):
-            if mine != theirs:
-                raise MergeError(f"{name} and {first_name} differ in {field}: {_show(theirs)} vs {_show(mine)}; "
-                                 "only results of one agent under the same conditions can be merged")
+        differ = [f"{field}: {_show(theirs)} vs {_show(mine)}" for field, mine, theirs in _conditions(first, part)
+                  if not _same(mine, theirs)]
+        if differ:
+            raise MergeError(f"{name} and {first_name} differ in {'; '.join(differ)}; "
+                             "only results of one agent under the same conditions can be merged")
     seen: dict[str, str] = {}
     for name, part in parts:
         for journey in part.journeys:
@@ -56,7 +77,7 @@ def merge_results(parts: Sequence[tuple[str, RunResult]]) -> RunResult:
         "started_at": min((p.started_at for _, p in parts), key=_instant),
         "ended_at": _ended([p.ended_at for _, p in parts]),
         "partial": any(p.partial for _, p in parts),
-        "model_stub": _model_stub([p.model_stub for _, p in parts]),
+        "model_stub": _model_stub([(name, p.model_stub) for name, p in parts]),
         "journeys": journeys,
     })
     return judge_result(merged)
@@ -69,16 +90,41 @@ def missing_journeys(result: RunResult, expected: Sequence[str]) -> list[str]:
 
 
 def _conditions(a: RunResult, b: RunResult) -> list[tuple[str, Any, Any]]:
-    return [
+    conditions: list[tuple[str, Any, Any]] = [
         ("tool version", a.tool_version, b.tool_version),
         ("agent command", a.agent_command, b.agent_command),
         ("subject", _subject_key(a), _subject_key(b)),
         ("strict mode", a.strict, b.strict),
         ("docs URL", a.docs_url, b.docs_url),
         ("timeout scale", a.timeout_scale, b.timeout_scale),
-        ("launch kind (local or docker)", a.launch.get("kind"), b.launch.get("kind")),
         ("model-stub use", a.model_stub is not None, b.model_stub is not None),
     ]
+    mine, theirs = _launch_key(a), _launch_key(b)
+    for key in sorted(mine.keys() | theirs.keys(), key=lambda k: (k != "kind", k)):
+        conditions.append((_LAUNCH_NAMES.get(key, f"launch {key}"), mine.get(key), theirs.get(key)))
+    return conditions
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON values: `true` is not the number 1, whatever Python says."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    return bool(a == b)
+
+
+def _launch_key(result: RunResult) -> dict[str, Any]:
+    """The launch section as conditions: without the machine's facts, and without an image that
+    the action built in the job itself (its tag is the job's own; the subject's commit names it)."""
+    launch = {k: v for k, v in result.launch.items() if k not in LAUNCH_FACTS}
+    image, sha = launch.get("image"), result.subject.get("sha", "")
+    match = _JOB_IMAGE.match(image) if isinstance(image, str) else None
+    if match and sha.startswith(match.group(1)):
+        del launch["image"]
+    return launch
 
 
 def _subject_key(result: RunResult) -> dict[str, str]:
@@ -108,9 +154,11 @@ def _per_part(values: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _instant(stamp: str) -> datetime:
     try:
-        return datetime.fromisoformat(stamp)
+        instant = datetime.fromisoformat(stamp)
     except ValueError:
-        raise MergeError(f"started_at/ended_at {stamp!r} is not an ISO 8601 time") from None
+        raise MergeError(f"started_at/ended_at {_show(stamp)} is not an ISO 8601 time") from None
+    # A time without an offset is taken as UTC (ours always have one), so that times compare.
+    return instant if instant.tzinfo is not None else instant.replace(tzinfo=timezone.utc)
 
 
 def _ended(stamps: list[str | None]) -> str | None:
@@ -119,19 +167,33 @@ def _ended(stamps: list[str | None]) -> str | None:
     return max((s for s in stamps if s is not None), key=_instant)
 
 
-def _model_stub(values: list[dict[str, Any] | None]) -> dict[str, Any] | None:
-    present = [v for v in values if v is not None]
+def _model_stub(values: list[tuple[str, dict[str, Any] | None]]) -> dict[str, Any] | None:
+    present = [(name, v) for name, v in values if v is not None]
     if not present:
         return None
-    return {
-        "requests": sum(int(v.get("requests", 0)) for v in present),
-        "dialects": sorted({d for v in present for d in v.get("dialects", [])}),
-    }
+    requests, dialects = 0, set()
+    for name, value in present:
+        count = value.get("requests", 0)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise MergeError(f"{name}: model_stub.requests is {_show(count)}, not a count of requests")
+        kinds = value.get("dialects", [])
+        if not isinstance(kinds, list) or not all(isinstance(d, str) for d in kinds):
+            raise MergeError(f"{name}: model_stub.dialects is {_show(kinds)}, not a list of dialect names")
+        requests += count
+        dialects.update(kinds)
+    return {"requests": requests, "dialects": sorted(dialects)}
 
 
 def _show(value: Any) -> str:
-    if isinstance(value, list):
-        return " ".join(str(v) for v in value) or "(none)"
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={v}" for k, v in sorted(value.items())) or "(none)"
-    return str(value)
+    if value is None:
+        text = "(none)"
+    elif isinstance(value, str):
+        text = value
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        text = " ".join(value) or "(none)"
+    elif isinstance(value, dict) and all(isinstance(v, (str, int, float, bool)) for v in value.values()):
+        text = ", ".join(f"{k}={json.dumps(v) if isinstance(v, bool) else v}" for k, v in sorted(value.items())) \
+            or "(none)"
+    else:
+        text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= _SHOWN else text[:_SHOWN - 1] + "…"
