@@ -182,7 +182,7 @@ def test_requests_for_capabilities_never_offered_are_refused_and_recorded(tmp_pa
 
 
 @pytest.mark.parametrize("tracking", ["subreaper", "cgroup"])
-@pytest.mark.parametrize("defect", ["helper-holds-stderr", "leave-daemon"])
+@pytest.mark.parametrize("defect", ["helper-holds-stderr", "leave-daemon", "leave-detached-helper"])
 def test_leftovers_are_found_by_either_tracking_and_it_is_recorded(defect, tracking, tmp_path):
     """A helper with a whitelisted environment (no token) and a double-forked daemon are the
     agent's under the subreaper's descent tracking too; result.json says which tracking ran."""
@@ -196,6 +196,26 @@ def test_leftovers_are_found_by_either_tracking_and_it_is_recorded(defect, track
     assert process["killed_after"] is None and process["exited_at"] - process["stdin_closed_at"] < 5
 
 
+def test_a_detached_helper_is_left_in_every_journey_at_once_under_the_subreaper(tmp_path):
+    """Issue 23: 7 agents at once, each leaving an orphan that is in no session of theirs and has
+    no token: under the runner alone as subreaper it passed in 6 of 7; with a holder of its own
+    per agent process every orphan is its agent's, named in its journey, and killed."""
+    import psutil
+
+    outcome = run_journeys(reference_agent("leave-detached-helper"), tmp_path, "--tracking", "subreaper")
+    assert outcome.failures() == every("process-left"), outcome.stdout
+    assert outcome.result["launch"]["tracking"] == "subreaper"
+    pids = set()
+    for journey in outcome.result["journeys"]:
+        first = journey["evidence"]["processes"][0]  # session/new runs in the first process
+        [left] = first["leftovers"]
+        assert left["argv"] == ["sleep", "300"], left
+        assert f"left pid {left['pid']} `sleep 300`" in journey["failures"][0]["detail"]
+        pids.add(left["pid"])
+        assert not psutil.pid_exists(left["pid"]) or psutil.Process(left["pid"]).status() == psutil.STATUS_ZOMBIE
+    assert len(pids) == 7
+
+
 def test_the_reference_agent_passes_under_the_subreaper_tracking(tmp_path):
     outcome = run_journeys(reference_agent(), tmp_path, "--tracking", "subreaper")
     assert outcome.failures() == {} and outcome.code == 0, outcome.stdout
@@ -203,12 +223,63 @@ def test_the_reference_agent_passes_under_the_subreaper_tracking(tmp_path):
 
 
 def test_a_cancel_on_an_in_progress_report_is_recorded_as_a_warning(tmp_path):
+    """Where tracking sees every process (a cgroup or a holder of its own), the report waits 30 s
+    for a process that never comes (the agent "runs" the sleep in its own process)."""
     outcome = run_journeys(reference_agent("sleep-in-process"), tmp_path, "--journey", "stop-running-turn")
     [journey] = outcome.result["journeys"]
     [turn] = journey["evidence"]["turns"]
     assert journey["verdict"] == "pass" and turn["cancel_trigger"] == "tool_call"
-    assert turn["cancel_sent_at"] - turn["tool_calls"][0]["at"] >= 3.0
-    assert any("no `sleep 120` process was seen" in w for w in journey["warnings"])
+    assert turn["sees_every_process"] is True and turn["process_wait_s"] == 30.0
+    assert turn["cancel_sent_at"] - turn["tool_calls"][0]["at"] >= 30.0
+    assert any("no `sleep 120` process was seen within 30s" in w for w in journey["warnings"])
+
+
+@pytest.mark.parametrize("tracking", ["subreaper", "cgroup"])
+def test_a_sleep_that_starts_late_is_cancelled_on_its_process(tracking, tmp_path):
+    """Issue 23: the command runs 4.5 s after its in_progress report (a kernel still starting).
+    The 3 s fallback cancelled before it ran, so the agent's kill was never tested; where
+    tracking sees every process, the cancel waits for the sleep and goes out on it."""
+    outcome = run_journeys(reference_agent("sleep-starts-late"), tmp_path, "--journey", "stop-running-turn",
+                           "--tracking", tracking)
+    if tracking == "cgroup" and outcome.code == 2:
+        pytest.skip("no cgroup can be made here: " + outcome.stderr[-300:])
+    [journey] = outcome.result["journeys"]
+    [turn] = journey["evidence"]["turns"]
+    assert journey["verdict"] == "pass" and journey["warnings"] == [], outcome.stdout
+    assert turn["cancel_trigger"] == "process" and turn["sees_every_process"] is True
+    assert turn["process_wait_s"] == 30.0
+    assert turn["cancel_sent_at"] - turn["tool_calls"][0]["at"] >= 4.0
+    assert turn["sleep_left"] == [] and turn["stop_reason"] == "cancelled"
+
+
+def test_a_helper_that_ends_within_the_window_is_part_of_the_agents_ending(tmp_path):
+    """Issue 23: Rondar gives the agent 10 s after its input closes; a helper that ends 3 s after
+    the agent (Claude Code's adapter leaves its CLI so) is part of the ending, not a leftover,
+    however loaded the machine; the evidence says when the last process ended."""
+    outcome = run_journeys(reference_agent("helper-ends-in-window"), tmp_path, "--journey", "turn-to-end")
+    assert outcome.failures() == {}, outcome.stdout
+    [process] = outcome.result["journeys"][0]["evidence"]["processes"]
+    assert process["leftovers"] == []
+    assert process["leftover_window_closes_at"] == round(process["stdin_closed_at"] + 10.0, 3)
+    assert process["exited_at"] + 2.5 <= process["last_process_ended_at"] < process["leftover_window_closes_at"]
+
+
+def test_a_helper_alive_when_the_window_closes_is_left(tmp_path):
+    outcome = run_journeys(reference_agent("helper-lingers"), tmp_path, "--journey", "turn-to-end")
+    assert outcome.failures() == {"turn-to-end": ["process-left"]}, outcome.stdout
+    [process] = outcome.result["journeys"][0]["evidence"]["processes"]
+    assert process["last_process_ended_at"] is None and len(process["leftovers"]) == 1
+    assert "when the look for leftovers ended" in outcome.result["journeys"][0]["failures"][0]["detail"]
+
+
+def test_a_correct_agent_waits_for_no_window(tmp_path):
+    """Nothing outlives the reference agent: the look ends at its exit, seconds before the window closes."""
+    outcome = run_journeys(reference_agent(), tmp_path, "--journey", "turn-to-end")
+    [journey] = outcome.result["journeys"]
+    [process] = journey["evidence"]["processes"]
+    assert journey["verdict"] == "pass"
+    assert process["last_process_ended_at"] == process["exited_at"]
+    assert journey["duration_s"] < process["leftover_window_closes_at"] - 5
 
 
 def test_the_cancel_waits_for_the_sleep_process(tmp_path):

@@ -105,3 +105,22 @@ def test_a_fork_bomb_fails_its_journey_and_is_gone_after_it(image: str, tmp_path
     mine = [c for c in docker.from_env().api.containers(all=True, filters={"label": "acp-journeys"})
             if c["Created"] >= began and c["Image"] == image]
     assert mine == []
+
+
+def test_a_sleep_that_starts_late_is_cancelled_on_its_process_in_a_container(image: str, tmp_path: Path) -> None:
+    """Issue 23: a container shows every process of the agent, so the cancel waits for the sleep
+    that starts 4.5 s after its in_progress report, and goes out on it (no warning)."""
+    proc, result = _run(image, tmp_path, "--journey", "stop-running-turn", "--", "python3", "/agent/sleep-starts-late.py")
+    [journey] = result["journeys"]
+    [turn] = journey["evidence"]["turns"]
+    assert journey["verdict"] == "pass" and journey["warnings"] == [], proc.stdout
+    assert turn["cancel_trigger"] == "process" and turn["sees_every_process"] is True
+    assert turn["cancel_sent_at"] - turn["tool_calls"][0]["at"] >= 4.0
+
+
+def test_a_helper_that_ends_within_the_window_passes_in_a_container(image: str, tmp_path: Path) -> None:
+    proc, result = _run(image, tmp_path, "--journey", "turn-to-end", "--", "python3", "/agent/helper-ends-in-window.py")
+    [journey] = result["journeys"]
+    [process] = journey["evidence"]["processes"]
+    assert journey["verdict"] == "pass", proc.stdout
+    assert process["exited_at"] + 2.5 <= process["last_process_ended_at"] < process["leftover_window_closes_at"]

@@ -384,6 +384,15 @@ def test_a_left_process_fails_and_is_named() -> None:
     assert "pid 4242" in text and "node /opt/mcp/server.js" in text
 
 
+def test_a_left_process_is_said_alive_when_the_window_closed() -> None:
+    """Issue 23: what is alive when Rondar's window closes is left; the detail says when that was."""
+    e = with_process(turn_to_end(), leftovers=[leftover()], leftover_window_closes_at=31.5, last_process_ended_at=None)
+    assert "(alive at 31.5s, when the look for leftovers ended)" in detail(fails_with(e, "process-left"), "process-left")
+    # A process that ended within the window is part of the agent's ending: nothing is left.
+    ended = with_process(turn_to_end(), leftover_window_closes_at=31.5, last_process_ended_at=25.0)
+    assert judged(ended).verdict == "pass"
+
+
 def test_many_left_processes_name_five_and_count_the_rest() -> None:
     e = with_process(turn_to_end(), leftovers=[leftover(pid, f"sleep {pid}") for pid in range(1, 9)])
     text = detail(fails_with(e, "process-left"), "process-left")
@@ -581,6 +590,19 @@ def test_a_cancel_on_the_in_progress_fallback_passes_with_a_warning() -> None:
     assert judgement.verdict == "pass"
     assert any("no `sleep 120` process was seen" in w for w in judgement.warnings)
     assert not any("process was seen" in w for w in judged(stop_turn()).warnings)
+
+
+@pytest.mark.parametrize("exact, said", [(True, "within 30s among the agent's processes (tracking sees every "
+                                                "process of the agent"),
+                                         (False, "within 3s among the agent's processes (this tracking cannot see "
+                                                 "every process")])
+def test_the_warning_of_a_cancel_on_the_report_says_which_wait_applied(exact: bool, said: str) -> None:
+    """Issue 23: where tracking sees every process, a report waits 30 s for its sleep; else 3 s."""
+    judgement = judged(stop_turn(cancel_trigger="tool_call", sees_every_process=exact,
+                                 process_wait_s=30.0 if exact else 3.0))
+    assert judgement.verdict == "pass"
+    [warning] = [w for w in judgement.warnings if "no `sleep 120` process was seen" in w]
+    assert said in warning, warning
 
 
 @pytest.mark.parametrize("stop", ["end_turn", "cancelled", "refusal", None])

@@ -13,6 +13,15 @@ image description, tools in Markdown, a Python cell as the only tool.
 
 prime-agent-image.json and prime-agent-plan.json are the last requests of prime-agent 0.8.0 (built
 from its source) in image-and-file and in a Plan prompt, cut down the same way.
+
+gemini-cli-*.json are what Gemini CLI 0.61.0 (`--acp`, GOOGLE_GEMINI_BASE_URL at the stub) sent on
+2026-12-03, cut down the same way (its system prompt shortened, the descriptions of tools other
+than run_shell_command and read_file shortened, paths of the machine replaced, the markers
+swapped for ones of the journeys' shape): a turn, the `sleep 120` turn, the countTokens it asks
+before a turn with an image, the image-and-file turn, and its last request, after read_file
+refused a path outside its workspace and `cat` ran instead (the output wrapped in
+`<untrusted_context>`). It sent them to `:streamGenerateContent?alt=sse`; here they go to
+`:generateContent` (the same request, answered as JSON) and the sleep one also to the stream.
 """
 
 from __future__ import annotations
@@ -395,3 +404,137 @@ def test_qwen_code_refusal_names_is_background_and_it_is_set() -> None:
                               (refusal, {"command": "sleep 120", "is_background": True})):
         plain = after(result, arguments)
         assert plain.call is None and plain.retried is None and "did not finish" in plain.text
+
+
+GEMINI = "/v1beta/models/gemini-2.5-flash"
+
+
+def gemini_part(stub: ModelStub, name: str) -> dict[str, Any]:
+    status, answer = post(stub, f"{GEMINI}:generateContent", json.loads((DATA / name).read_text()))
+    assert status == 200, answer
+    [candidate] = answer["candidates"]
+    assert candidate["finishReason"] == "STOP"
+    [part] = candidate["content"]["parts"]
+    return part
+
+
+def test_gemini_cli_turn_and_sleep_as_it_sent_them(stub: ModelStub) -> None:
+    body = json.loads((DATA / "gemini-cli-turn.json").read_text())
+    assert [c["role"] for c in body["contents"]] == ["user"] and "parametersJsonSchema" in json.dumps(body["tools"])
+    assert gemini_part(stub, "gemini-cli-turn.json") == {"text": "OK-7Q2M4K9X"}
+    part = gemini_part(stub, "gemini-cli-sleep.json")
+    assert part["functionCall"]["name"] == "run_shell_command"
+    assert part["functionCall"]["args"]["command"] == "sleep 120", part
+    turn, sleep = stub.records.snapshot(tag="t1")
+    assert (turn.dialect, turn.intent, sleep.intent) == ("gemini-generate", "reply", "shell")
+    assert "run_shell_command" in sleep.tools_offered and "read_file" in sleep.tools_offered
+    # The route it used: SSE events, each a whole response; the call comes whole in one.
+    request = urllib.request.Request(stub.url_for("t2") + f"{GEMINI}:streamGenerateContent?alt=sse",
+                                     (DATA / "gemini-cli-sleep.json").read_bytes(), {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.headers["Content-Type"].startswith("text/event-stream")
+        events = [json.loads(line[6:]) for line in response.read().decode().splitlines() if line.startswith("data: ")]
+    calls = [p["functionCall"] for e in events for p in e["candidates"][0]["content"]["parts"] if "functionCall" in p]
+    assert [c["args"]["command"] for c in calls] == ["sleep 120"]
+    assert events[-1]["candidates"][0]["finishReason"] == "STOP" and "usageMetadata" in events[-1]
+
+
+def test_gemini_cli_image_turn_count_tokens_then_read_then_the_answer(stub: ModelStub) -> None:
+    """countTokens (a 404 once) is answered with a count and is no turn; the image turn gets a
+    read_file call of the note; its last request (read_file refused the path, cat ran, its output
+    framed by <untrusted_context>) gets the marker and the colour of the inline image."""
+    status, counted = post(stub, f"{GEMINI}:countTokens", json.loads((DATA / "gemini-cli-count-tokens.json").read_text()))
+    assert status == 200 and isinstance(counted["totalTokens"], int) and counted["totalTokens"] > 0, counted
+    part = gemini_part(stub, "gemini-cli-image.json")
+    assert part["functionCall"] == {"name": "read_file", "args": {"file_path": prompts.NOTE_PATH}}, part
+    assert gemini_part(stub, "gemini-cli-image-read.json") == {"text": "FILE-3RW8D2QT red"}
+    count, first, last = stub.records.snapshot(tag="t1")
+    assert (count.why, count.intent, count.status) == ("count_tokens", None, 200)
+    assert first.intent == last.intent == "read_and_look"
+    assert first.image_present and first.image_decoded and last.image_decoded
+    # A countTokens with no contents is refused as a turn would be.
+    status, refused = post(stub, f"{GEMINI}:countTokens", {"contents": []})
+    assert status == 400 and refused["error"]["status"] == "INVALID_ARGUMENT", refused
+
+
+def test_qwen_code_refusal_that_offers_a_foreground_comment_keeps_the_sleep_in_the_foreground() -> None:
+    """Qwen Code 0.24.4's whole refusal of a standalone sleep also offers to keep it in the
+    foreground with a trailing `# intentional-sleep: <reason>` comment. The prompt says to wait
+    for it, so the retry takes that way (its background job would outlive the turn's cancel,
+    which is not what was asked): once, and not again when the comment is already there."""
+    shell = ToolSpec("run_shell_command", {"type": "object", "required": ["command"], "properties": {
+        "command": {"type": "string"}, "description": {"type": "string"}, "is_background": {"type": "boolean"}}})
+    prompt = Message("user", (prompts.run_sleep(),))
+    refusal = ("Blocked: standalone sleep 120. Run blocking commands in the background with is_background: true. "
+               "For streaming events (watching logs, polling APIs), use the Monitor tool. If you genuinely need a "
+               "standalone delay (rate limiting, deliberate pacing), add a trailing comment like "
+               "`# intentional-sleep: wait for MCP rate limit reset` (up to 10 minutes).")
+
+    def after(*steps: tuple[dict, str, bool]) -> Decision:
+        messages = [prompt]
+        for i, (arguments, result, error) in enumerate(steps):
+            call = ToolCall(f"c{i}", "run_shell_command", arguments)
+            messages += [Message("assistant", tool_calls=(call,)),
+                         Message("tool", tool_results=(ToolResult(f"c{i}", result, is_error=error),))]
+        return decide(Conversation(tuple(messages), (shell,)))
+
+    retry = after(({"command": "sleep 120", "is_background": False}, refusal, True))
+    assert retry.call is not None
+    assert retry.call.arguments == {"command": "sleep 120 # intentional-sleep: the user asked to run it and wait for it",
+                                    "is_background": False}, retry.call.arguments
+    assert retry.retried is not None and retry.retried["argument"] == "command"
+    assert "keeps it in the foreground" in retry.why
+    done = after(({"command": "sleep 120"}, refusal, True), (retry.call.arguments, "", False))
+    assert done.call is None and done.text == "Done: `sleep 120` finished."
+    again = after(({"command": "sleep 120"}, refusal, True), (retry.call.arguments, refusal, True))
+    assert again.call is None and "did not finish" in again.text
+
+
+def test_qwen_code_defers_mcp_tools_behind_tool_search_and_the_stub_searches_then_calls_through_tool_call() -> None:
+    """Qwen Code 0.24.4 offers the model no mcp__rondar__* tool but tool_search (a `query`, e.g.
+    `select:<name>`) and tool_call (`name`, `arguments`), and lists the deferred names in a
+    reminder. The stub does as a model would: search for create_plan, call what the search
+    declared through tool_call, then the same for get_plan, then reply with the plan id."""
+    shell = ToolSpec("run_shell_command", {"type": "object", "required": ["command"],
+                                           "properties": {"command": {"type": "string"}}})
+    search = ToolSpec("tool_search", {"type": "object", "required": ["query"], "properties": {
+        "query": {"type": "string"}, "max_results": {"type": "integer"}}})
+    bridge = ToolSpec("tool_call", {"type": "object", "required": ["name", "arguments"], "properties": {
+        "name": {"type": "string"}, "arguments": {"type": "object"}}})
+    title = prompts.PLAN_TITLE_SAVED_PLAN
+    reminder = Message("user", ("Deferred tools: mcp__rondar__create_plan, mcp__rondar__get_plan.",))
+    prompt = Message("user", (prompts.plan_turn("/w/plan-input.txt", title),))
+
+    def declared(name: str, props: dict) -> str:
+        return "<functions><function>" + json.dumps({"name": name, "description": "d", "parametersJsonSchema": {
+            "type": "object", "required": sorted(props), "properties": props}}) + "</function></functions>"
+
+    def after(*steps: tuple[str, dict, str]) -> Decision:
+        messages = [reminder, prompt]
+        for i, (name, arguments, result) in enumerate(steps):
+            messages += [Message("assistant", tool_calls=(ToolCall(f"c{i}", name, arguments),)),
+                         Message("tool", tool_results=(ToolResult(f"c{i}", result),))]
+        return decide(Conversation(tuple(messages), (shell, search, bridge)))
+
+    cat = ("run_shell_command", {"command": "cat /w/plan-input.txt"}, "INPUT-7HQ2M4KX")
+    first = after(cat)
+    assert first.call is not None and (first.call.name, first.call.arguments) == (
+        "tool_search", {"query": "select:mcp__rondar__create_plan"}), first
+    found = ("tool_search", first.call.arguments,
+             declared("mcp__rondar__create_plan", {"title": {"type": "string"}, "description": {"type": "string"}}))
+    create = after(cat, found)
+    assert create.call is not None and create.call.name == "tool_call", create
+    assert create.call.arguments == {"name": "mcp__rondar__create_plan",
+                                     "arguments": {"title": title, "description": "INPUT-7HQ2M4KX"}}
+    created = ("tool_call", create.call.arguments, '{"id": "PLAN-4K8Q2W7Z"}')
+    search_get = after(cat, found, created)
+    assert search_get.call is not None and search_get.call.arguments == {"query": "select:mcp__rondar__get_plan"}
+    found_get = ("tool_search", search_get.call.arguments, declared("mcp__rondar__get_plan", {"plan_id": {"type": "string"}}))
+    get = after(cat, found, created, found_get)
+    assert get.call is not None and get.call.arguments == {"name": "mcp__rondar__get_plan",
+                                                           "arguments": {"plan_id": "PLAN-4K8Q2W7Z"}}
+    done = after(cat, found, created, found_get, ("tool_call", get.call.arguments, '{"id": "PLAN-4K8Q2W7Z"}'))
+    assert done.call is None and done.text == "PLAN-4K8Q2W7Z"
+    # A search that finds nothing is not repeated: the turn ends saying why.
+    missing = after(cat, ("tool_search", first.call.arguments, "No tools found matching 'x'."))
+    assert missing.call is None and "no create_plan tool" in missing.text

@@ -175,6 +175,34 @@ def test_the_timeline_writes_the_cancel_latency_of_the_evidence() -> None:
     assert "no answer to the cancel" in no_answer and "data-latency-s" not in no_answer
 
 
+def test_the_timeline_marks_the_end_of_the_last_process_and_the_cancels_trigger() -> None:
+    """Issue 23: a helper that outlived the agent within Rondar's window gets a mark of its end;
+    leftovers stand where the window closed; the cancel says what it went out on."""
+    data = stop_result().model_dump(mode="json", by_alias=True)
+    process = data["journeys"][0]["evidence"]["processes"][0]
+    process.update(leftovers=[], last_process_ended_at=16.2, leftover_window_closes_at=23.0)
+    timeline = journey_timeline(data["journeys"][0])
+    [last] = [p for p in timeline.all_points() if p.kind == "last-ended"]
+    assert last.at == 16.2 and last.label == "last process ended (+3.00 s)" and "23.000 s" in last.detail
+    [cancel] = [p for p in timeline.all_points() if p.kind == "cancel"]
+    assert cancel.label == "session/cancel on the process"
+    page = render_html(data)
+    assert 'class="m-last-ended ok"' in page and "last process ended (+3.00 s)" in page
+    # Nothing outlived the agent: no mark; a leftover sits where the window closed.
+    process.update(last_process_ended_at=13.2, leftovers=[{"pid": 7, "command": "sleep 300", "argv": []}])
+    points = journey_timeline(data["journeys"][0]).all_points()
+    assert not [p for p in points if p.kind == "last-ended"]
+    [left] = [p for p in points if p.kind == "leftover"]
+    assert left.at == 23.0 and "window closed at 23.000 s" in left.detail
+    # A cancel on the report: the wait that applied, and whether tracking could see the command.
+    turn = data["journeys"][0]["evidence"]["turns"][0]
+    turn.update(cancel_trigger="tool_call", process_wait_s=30.0, sees_every_process=True)
+    points = journey_timeline(data["journeys"][0]).all_points()
+    [seen] = [p for p in points if p.kind == "seen"]
+    assert seen.label == "no sleep process in 30 s" and "though tracking sees every process" in seen.detail
+    assert [p.label for p in points if p.kind == "cancel"] == ["session/cancel on the tool call"]
+
+
 def test_either_version_of_the_evidence_renders() -> None:
     """Issue 9 changes the cancel journey's evidence: a field gone or a new one still renders."""
     data = stop_result().model_dump(mode="json", by_alias=True)

@@ -195,6 +195,7 @@ class ScriptedConnection:
 
 class FakeSandbox:
     workspace = "/workspace"
+    sees_every_process = False  # it sees no process at all: the stop journey waits the short fallback
 
     def mcp_command(self) -> list[str]:
         return relay_command("/tmp/rondar-mcp/journey.sock")

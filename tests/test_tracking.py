@@ -86,3 +86,99 @@ def test_the_launch_says_so_before_any_journey(tmp_path, monkeypatch: pytest.Mon
             asyncio.run(launcher.check([sys.executable]))
     finally:
         asyncio.run(launcher.close())
+
+
+# The "agent" of the holder tests: an orphan with a whitelisted environment in a session of its
+# own (its argv names the agent), then it prints it and waits for its input to close.
+ORPHANING_AGENT = """
+import os, subprocess, sys
+child = subprocess.Popen(["/bin/sh", "-c", "sleep 300 </dev/null >/dev/null 2>&1 &"],
+                         env={"PATH": os.environ["PATH"]}, start_new_session=True)
+child.wait()
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_each_agent_process_has_a_subreaper_of_its_own_so_orphans_never_mix() -> None:
+    """Issue 23: with the runner alone as subreaper, an orphan that left the agent's session and
+    environment comes back to the runner, and with 7 agents at once nobody can say whose it is.
+    Under a holder of its own each orphan is re-parented to its agent's holder: exact."""
+    import asyncio
+
+    import psutil
+
+    from acp_journeys.launch.local import LocalLauncher
+
+    async def main() -> None:
+        launcher = LocalLauncher(f"test-{os.getpid()}", tracking="subreaper")
+        try:
+            assert launcher.describe()["tracking"] == "subreaper"
+            sandboxes = [await launcher.open_sandbox(f"j{i}") for i in range(3)]
+            agents = [await s.start_agent([sys.executable, "-c", ORPHANING_AGENT]) for s in sandboxes]
+            for agent in agents:
+                assert (await asyncio.wait_for(agent.read_stdout(6), 30)).strip() == b"ready"
+            assert all(s.sees_every_process for s in sandboxes)
+            seen = []
+            for sandbox, agent in zip(sandboxes, agents):
+                # The orphan's shell has exited: it is no child of the agent, in no session of
+                # its, without its token; only its ancestry through the holder names it.
+                deadline = time.monotonic() + 10
+                while True:
+                    mine = [p for p in await sandbox.agent_processes() if p.pid != agent.pid]
+                    if any(p.cmdline[:2] == ("sleep", "300") for p in mine) or time.monotonic() > deadline:
+                        break
+                    await asyncio.sleep(0.05)
+                [orphan] = mine
+                assert orphan.cmdline == ("sleep", "300")
+                assert psutil.Process(orphan.pid).ppid() != agent.pid  # re-parented: to its holder
+                seen.append(orphan.pid)
+                await agent.close_stdin()
+                assert await agent.wait(10) == 0
+                [left] = await sandbox.collect_leftovers()
+                assert left.pid == orphan.pid
+                assert not psutil.pid_exists(orphan.pid) or \
+                    psutil.Process(orphan.pid).status() == psutil.STATUS_ZOMBIE
+            assert len(set(seen)) == 3
+            for sandbox in sandboxes:
+                assert await sandbox.agent_processes() == []
+        finally:
+            await launcher.close()
+
+    asyncio.run(main())
+
+
+def test_an_agent_that_kills_its_holder_is_still_tracked_by_descent() -> None:
+    """The holder is the agent's parent, so the agent can kill it: what it held comes to the
+    runner (a child subreaper too), and tracking goes on by descent, no longer exact."""
+    import asyncio
+
+    from acp_journeys.launch.local import LocalLauncher
+
+    agent_code = ("import os, signal, subprocess, sys\n"
+                  "child = subprocess.Popen(['sleep', '301'])\n"
+                  "os.kill(os.getppid(), signal.SIGKILL)\n"
+                  "print('ready', flush=True)\nsys.stdin.read()\n")
+
+    async def main() -> None:
+        launcher = LocalLauncher(f"test-{os.getpid()}", tracking="subreaper")
+        try:
+            sandbox = await launcher.open_sandbox("j")
+            agent = await sandbox.start_agent([sys.executable, "-c", agent_code])
+            assert (await asyncio.wait_for(agent.read_stdout(6), 30)).strip() == b"ready"
+            deadline = time.monotonic() + 10
+            while sandbox.sees_every_process and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)  # the holder's end, as asyncio collects it
+            assert not sandbox.sees_every_process
+            commands = {p.cmdline[:2] for p in await sandbox.agent_processes()}
+            assert ("sleep", "301") in commands
+            assert await agent.wait(0.5) is None  # alive: the holder's end is not the agent's
+            await agent.kill()
+            assert await agent.wait(10) is not None
+            left = await sandbox.collect_leftovers()
+            assert [p.cmdline[:2] for p in left] == [("sleep", "301")]
+            assert await sandbox.agent_processes() == []
+        finally:
+            await launcher.close()
+
+    asyncio.run(main())

@@ -507,20 +507,33 @@ class AgentSession:
         stopping = asyncio.create_task(self.conn.stop())
         if self._watch is not None and not self._watch.done():
             self._watch.cancel()
-        # A short grace: a stdio tool server that sees end of file as its agent exits is not a
-        # leftover if it is gone a moment later.
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.ctx.bounds.grace_s
-        remaining = True
+        # Rondar gives the agent 10 s to end by itself once its input closed: a process of its
+        # own that ends within that window is part of its ending (a stdio server that sees end
+        # of file, an adapter's child); what is alive when it closes (or 2 s after the agent's
+        # own end, whichever is later) is left. The look ends as soon as nothing is left, so a
+        # correct agent waits for nothing.
+        clock, e = self.ctx.clock, self.evidence
+        ended = e.exited_at if e.exited_at is not None else clock.now()
+        closes_at = ended + self.ctx.bounds.grace_s
+        if e.stdin_closed_at is not None:
+            closes_at = max(closes_at, e.stdin_closed_at + self.ctx.bounds.exit_s)
+        e.leftover_window_closes_at = round(closes_at, 3)
+        remaining, first = True, True
         while remaining:
             remaining = bool(await self.ctx.sandbox.agent_processes())
-            if not remaining or loop.time() >= deadline:
+            if not remaining:
+                e.last_process_ended_at = ended if first else clock.now()
                 break
-            await asyncio.sleep(0.1)
+            if clock.now() >= closes_at:
+                break
+            first = False
+            await asyncio.sleep(min(0.1, max(closes_at - clock.now(), 0.0)))
         if not remaining:
             await stopping  # nothing is left to hold the pipes: the last bytes come at once
         leftovers = await self.ctx.sandbox.collect_leftovers()
-        self.evidence.leftovers = _kept_leftovers(leftovers, self.ctx, f"processes left by process {self.index + 1}")
+        e.leftovers = _kept_leftovers(leftovers, self.ctx, f"processes left by process {self.index + 1}")
+        if not leftovers and e.last_process_ended_at is None:
+            e.last_process_ended_at = clock.now()  # it ended between the window's close and the listing
         await stopping
         self.evidence.stderr_tail = self.conn.stderr_text()
         self.evidence.stderr_bytes = self.conn.stderr_bytes

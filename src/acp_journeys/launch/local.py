@@ -10,7 +10,9 @@ XDG_RUNTIME_DIR, XDG_CACHE_HOME and XDG_STATE_HOME (and its own HOME when asked,
 --model-stub), all inside the journey's temp tree, which is removed when the journey ends. So a
 daemon that an agent keeps in $TMPDIR is never shared by two journeys. The agent starts with a
 minimal environment (`MINIMAL_ENV`) plus what the journey sets plus --env and --setting, unless
-the run inherits the runner's whole environment.
+the run inherits the runner's whole environment. Under `--tracking subreaper` each agent process
+starts under a holder of its own (`agent_side/subreaper.py`, see proctrack.py), which reports the
+agent's pid and its end; the pipes are the agent's.
 
 It must not know ACP, the journeys or the judge: it starts processes and reports what it sees.
 """
@@ -30,10 +32,19 @@ import uuid
 from pathlib import Path
 
 from acp_journeys.launch.agent_side import relay_command
-from acp_journeys.launch.proctrack import OWN_CHILDREN, ProcInfo, Tracker, TrackerFactory, TrackingError
+from acp_journeys.launch.proctrack import (
+    OWN_CHILDREN,
+    DescentTracker,
+    ProcInfo,
+    Tracker,
+    TrackerFactory,
+    TrackingError,
+)
 from acp_journeys.launch.seam import SESSION_FILES_DIR, AgentProcess, Launcher, LaunchError, Sandbox
 
 LOCK_WAIT_S = 600.0
+HOLDER_START_S = 60.0
+"""How long a holder (`--tracking subreaper`) may take to say that the agent runs: a Python start."""
 
 MINIMAL_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "TZ")
 """What an agent gets of the runner's environment by default (with every LC_*): enough to find
@@ -96,6 +107,124 @@ class LocalAgentProcess(AgentProcess):
                 return
 
 
+class HolderReport:
+    """What a holder (`agent_side/subreaper.py`) says on its status pipe: the agent's pid, then
+    how the agent ended. Read by the loop itself (no thread): two short lines per agent process."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        loop = asyncio.get_running_loop()
+        self.started: asyncio.Future[int] = loop.create_future()
+        """The agent's pid (or LaunchError: the holder could not start it)."""
+        self.exited: asyncio.Future[int | None] = loop.create_future()
+        """The agent's exit code, as asyncio gives it (None: the holder ended first, killed)."""
+        self._buffer = b""
+        os.set_blocking(fd, False)
+        loop.add_reader(fd, self._readable)
+
+    def _readable(self) -> None:
+        try:
+            data = os.read(self.fd, 4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        self._buffer += data
+        *lines, self._buffer = self._buffer.split(b"\n")
+        for line in lines:
+            word, _, rest = line.decode("utf-8", "replace").partition(" ")
+            if word == "pid" and not self.started.done():
+                self.started.set_result(int(rest))
+            elif word == "exit" and not self.exited.done():
+                self.exited.set_result(int(rest))
+            elif word == "error" and not self.started.done():
+                self.started.set_exception(LaunchError(rest))
+        if not data or len(self._buffer) > 4096:  # its end (or not a holder's words): done reading
+            self.close()
+            if not self.started.done():
+                self.started.set_exception(LaunchError("the holder ended before it started the agent"))
+            if not self.exited.done():
+                self.exited.set_result(None)
+
+    def finish(self) -> None:
+        """The holder has ended: read what it wrote to the end (its last line may still wait)."""
+        for _ in range(64):  # each read takes up to 4 KiB; the holder writes three short lines
+            if self.fd < 0:
+                return
+            self._readable()
+        self.close()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            asyncio.get_running_loop().remove_reader(self.fd)
+            os.close(self.fd)
+            self.fd = -1
+
+
+class HeldAgentProcess(LocalAgentProcess):
+    """An agent process under a holder of its own: the pipes are the agent's (the holder let go
+    of them), the pid and the end are the agent's, as the holder reports them."""
+
+    def __init__(self, holder: asyncio.subprocess.Process, report: HolderReport, agent_pid: int) -> None:
+        super().__init__(holder)  # the pipes; and the holder's own end, so its pid is freed
+        self.pid = agent_pid
+        try:
+            self._pidfd: int | None = os.pidfd_open(agent_pid)  # a signal never reaches a reused pid
+        except (AttributeError, OSError):
+            self._pidfd = None
+        loop = asyncio.get_running_loop()
+        self._end: asyncio.Future[int] = loop.create_future()
+        """The agent's exit code once it has ended."""
+
+        def reported(done: asyncio.Future[int | None]) -> None:
+            code = done.result()
+            if code is not None:
+                self._end.set_result(code)
+            elif self._pidfd is not None and not self._end.done():
+                # The holder was killed and took the code with it: the agent may live on (the
+                # runner's now); its pidfd says when it ends.
+                fd = self._pidfd
+
+                def gone() -> None:
+                    loop.remove_reader(fd)
+                    if not self._end.done():
+                        self._end.set_result(255)
+
+                loop.add_reader(fd, gone)
+            elif not self._end.done():
+                self._end.set_result(255)
+
+        report.exited.add_done_callback(reported)
+
+    async def wait(self, timeout: float) -> int | None:
+        if not self._end.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(self._end), timeout)
+            except asyncio.TimeoutError:
+                return None
+        return self._end.result()
+
+    async def kill(self) -> None:
+        for sig, grace in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
+            if self._end.done():
+                return
+            try:
+                if self._pidfd is not None:
+                    signal.pidfd_send_signal(self._pidfd, sig)
+                else:
+                    os.kill(self.pid, sig)
+            except OSError:
+                return
+            if await self.wait(grace) is not None:
+                return
+
+    def release(self) -> None:
+        if self._pidfd is not None:
+            asyncio.get_running_loop().remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+
+
 def _process_end(proc: asyncio.subprocess.Process) -> asyncio.Future[None]:
     """Done once `proc` has ended and asyncio's child watcher has its exit code."""
     loop = asyncio.get_running_loop()
@@ -148,6 +277,7 @@ class LocalSandbox(Sandbox):
         self._socket = os.path.join(launcher.socket_dir, f"{uuid.uuid4().hex[:8]}.sock")
         self._trackers: list[Tracker] = []
         self._current: Tracker | None = None
+        self._held: list[HeldAgentProcess] = []
         self._agent_pid: int | None = None
         self._lock_fd: int | None = None
         self._written: list[tuple[str, os.stat_result]] = []
@@ -191,6 +321,8 @@ class LocalSandbox(Sandbox):
         self._trackers.append(tracker)
         self._current = tracker
         env = self.environment(tracker.env())
+        if isinstance(tracker, DescentTracker) and tracker.holder:
+            return await self._start_held(tracker, argv, env)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *tracker.wrap(argv), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
@@ -205,6 +337,44 @@ class LocalSandbox(Sandbox):
         tracker.root_pid = proc.pid
         self._agent_pid = proc.pid
         return LocalAgentProcess(proc)
+
+    async def _start_held(self, tracker: DescentTracker, argv: list[str], env: dict[str, str]) -> AgentProcess:
+        """The agent under a holder of its own (a child subreaper), which starts it in a session
+        of its own and reports its pid and its end on a pipe."""
+        read_fd, write_fd = os.pipe()
+        try:
+            holder = await asyncio.create_subprocess_exec(
+                *tracker.holder_argv(write_fd, argv), stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=self.workspace,
+                env=env, start_new_session=True, pass_fds=(write_fd,))
+        except (OSError, ValueError) as exc:
+            os.close(read_fd)
+            raise LaunchError(f"cannot start {argv[0]!r} under its holder: {exc}") from exc
+        finally:
+            os.close(write_fd)
+        OWN_CHILDREN.add(holder.pid)
+        tracker.held(holder.pid)
+        report = HolderReport(read_fd)
+
+        def holder_ended(_: object) -> None:
+            tracker.holder_exit = holder.returncode
+            report.finish()
+
+        process = None
+        try:
+            agent_pid = await asyncio.wait_for(asyncio.shield(report.started), HOLDER_START_S)
+            tracker.root_pid = agent_pid
+            self._agent_pid = agent_pid
+            process = HeldAgentProcess(holder, report, agent_pid)
+            self._held.append(process)
+            return process
+        except (LaunchError, asyncio.TimeoutError) as exc:
+            if holder.returncode is None:
+                holder.kill()
+            raise LaunchError(f"cannot start {argv[0]!r}: {exc or 'its holder did not say it ran'}") from None
+        finally:
+            ended = process._ended if process is not None else _process_end(holder)
+            ended.add_done_callback(holder_ended)
 
     async def write_home_file(self, relative: str, data: bytes) -> str:
         # A home of this journey's own: the user's real home stays untouched, and journeys at
@@ -232,6 +402,10 @@ class LocalSandbox(Sandbox):
     async def snapshot(self, folder: str) -> dict[str, str]:
         return await asyncio.to_thread(snapshot_tree, folder)
 
+    @property
+    def sees_every_process(self) -> bool:  # type: ignore[override]
+        return self._current is not None and self._current.exact
+
     async def agent_processes(self) -> list[ProcInfo]:
         if self._current is None:
             return []
@@ -255,6 +429,8 @@ class LocalSandbox(Sandbox):
         if self._closed:
             return
         self._closed = True
+        for process in self._held:
+            process.release()  # in the loop, which may watch its pidfd
         await asyncio.to_thread(self._release)
 
     def _release(self) -> None:

@@ -2,23 +2,26 @@
 
 Rules of this module: find every process an agent started, also a daemon made with double fork
 and `setsid`, which no parent/child walk from the agent can see. Best first: a cgroup of its own
-(v2, else the v1 `pids` hierarchy), where membership cannot be escaped. Else tracking by descent:
-the runner becomes a child subreaper (orphans are re-parented to it, not to init), and a process
-is the agent's when it descends from the agent's pid, from a process already seen as the agent's,
-or is in the agent's session (the agent starts as a session leader), or carries the agent's
-environment token. No single sign is needed: an MCP SDK starts its stdio servers with a
-whitelisted environment (no token) but as children in the agent's session. Where even the
-subreaper call fails, the method says "descent" and the scan covers every process of the machine.
+(v2, else the v1 `pids` hierarchy), where membership cannot be escaped. Else a holder of its own
+(`agent_side/subreaper.py`): a child subreaper started for this agent process alone, whose only
+child is the agent, so every orphan of the agent is re-parented to it and to no other agent's
+holder, and "a process below the holder" is exactly "a process of this agent" (seven agents at
+once never mix). Both are exact (`Tracker.exact`): a command the agent runs is seen when it runs.
+Should an agent kill its holder, what it held comes to the runner (a child subreaper too), and
+tracking goes on by descent: a process is the agent's when it descends from the agent's pid, from
+a process already seen as the agent's, or is in the agent's session (the agent starts as a
+session leader), or carries the agent's environment token. Where even the subreaper call fails,
+the method says "descent", the scan covers every process of the machine, and it is not exact.
 It records and kills; it never judges.
 
 It must not know ACP or any sandbox: pids and processes of this machine only.
 """
-
 from __future__ import annotations
 
 import ctypes
 import os
 import signal
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -26,6 +29,7 @@ from pathlib import Path
 
 import psutil
 
+from acp_journeys.launch.agent_side import SUBREAPER_SCRIPT
 from acp_journeys.launch.seam import ProcInfo
 
 TOKEN_ENV = "ACP_JOURNEYS_TRACK"
@@ -41,6 +45,10 @@ class Tracker:
     """One agent process's group of processes."""
 
     method = "none"
+    exact = False
+    """Every process of the agent is seen, however it was started (a cgroup, a holder of its own)."""
+    holder = False
+    """The agent process starts under a holder of its own (`holder_argv`)."""
 
     def __init__(self, name: str, reaps_orphans: bool = False) -> None:
         self.name = name
@@ -96,6 +104,7 @@ class CgroupTracker(Tracker):
         super().__init__(name, reaps_orphans)
         self.path = path
         self.method = f"cgroup-v{version}"
+        self.exact = True
 
     def wrap(self, argv: list[str]) -> list[str]:
         # The shell joins the cgroup, then becomes the agent (same pid): so the agent is inside
@@ -131,16 +140,43 @@ class CgroupTracker(Tracker):
 
 
 class DescentTracker(Tracker):
-    """By descent from the agent's pid, its session and its token (see the module's rules)."""
+    """Below a holder of its own, else by descent from the agent's pid, its session and its token
+    (see the module's rules)."""
 
     def __init__(self, name: str, subreaper: bool) -> None:
         super().__init__(name, reaps_orphans=subreaper or os.getpid() == 1)
         self.subreaper = subreaper
+        self.holder = subreaper  # a holder can be a subreaper where the runner could become one
         self.method = "subreaper" if subreaper else "descent"
+        self._holder: psutil.Process | None = None
+        self.holder_exit: int | None = None
+        """How the holder ended, once it has (set by the launcher): 0 when nothing was left below it."""
         self._seen: set[tuple[int, float]] = set()
         """(pid, start time) of every process once seen as the agent's: its orphans stay ours."""
 
+    def holder_argv(self, status_fd: int, argv: list[str]) -> list[str]:
+        """The command line that starts `argv` under a holder of its own, reporting on `status_fd`."""
+        return [sys.executable, "-I", "-S", str(SUBREAPER_SCRIPT), str(status_fd), *argv]
+
+    def held(self, holder_pid: int) -> None:
+        """The holder is running (its pid); the agent's pid is `root_pid`."""
+        try:
+            self._holder = psutil.Process(holder_pid)  # with its start time: a reused pid is not it
+        except psutil.Error:
+            self._holder = None
+
+    @property
+    def exact(self) -> bool:  # type: ignore[override]
+        return self._holder is not None and self.holder_exit in (None, 0)
+
     def pids(self) -> list[int]:
+        if self._holder is not None:
+            if self.holder_exit == 0:
+                return []  # it ends only once nothing is left below it
+            below = self._below_holder()
+            if below is not None:
+                return below
+            # The holder was killed: what it held is the runner's now; go on by descent.
         # As a subreaper, every orphan of the agent is re-parented under us: our descendants are
         # enough. Without it, orphans go to init, so every process must be looked at.
         candidates = psutil.Process().children(recursive=True) if self.subreaper else psutil.process_iter()
@@ -155,7 +191,43 @@ class DescentTracker(Tracker):
                     self._seen.add((proc.pid, proc.create_time()))
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
-        return found
+        return [pid for pid in found if self._holder is None or pid != self._holder.pid]
+
+    def _below_holder(self) -> list[int] | None:
+        """Every process below the live holder; None once it is gone (or was never its pid)."""
+        holder = self._holder
+        if holder is None or self.holder_exit is not None:
+            return None
+        try:
+            if not holder.is_running() or holder.status() == psutil.STATUS_ZOMBIE:
+                return None
+        except psutil.Error:
+            return None
+        below = descendants(holder.pid)
+        if below is None:
+            return None
+        for pid in below:  # remembered, should the holder be killed later
+            try:
+                self._seen.add((pid, psutil.Process(pid).create_time()))
+            except psutil.Error:
+                continue
+        return below
+
+    def kill_all(self, bound_s: float = 5.0) -> None:
+        super().kill_all(bound_s)
+        holder = self._holder
+        if holder is not None and self.holder_exit is None:
+            # Nothing is left below it: it ends by itself in a moment; a holder that does not
+            # (stopped by a signal) is ended here. Its exit code is asyncio's to collect.
+            deadline = time.monotonic() + 1.0
+            try:
+                while holder.is_running() and holder.status() != psutil.STATUS_ZOMBIE:
+                    if time.monotonic() > deadline:
+                        holder.kill()
+                        break
+                    time.sleep(0.01)
+            except psutil.Error:
+                pass
 
     def _belongs(self, proc: psutil.Process, ours: set[int]) -> bool:
         if proc.pid == os.getpid():
@@ -175,6 +247,38 @@ class DescentTracker(Tracker):
         except (psutil.AccessDenied, psutil.ZombieProcess):
             return False
 
+
+def descendants(root: int) -> list[int] | None:
+    """Every process below `root` (not itself), from the kernel's lists of children of each
+    thread: a walk of the tree itself, not of every process of the machine. None when `root` is
+    gone."""
+    if not _HAS_CHILDREN_LISTS:
+        try:
+            return [p.pid for p in psutil.Process(root).children(recursive=True)]
+        except psutil.Error:
+            return None
+    found: list[int] = []
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            if pid == root:
+                return None
+            continue  # ended meanwhile: its children (if any) are the holder's now, seen next time
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    children = [int(x) for x in f.read().split()]
+            except OSError:
+                continue
+            found.extend(children)
+            todo.extend(children)
+    return found
+
+
+_HAS_CHILDREN_LISTS = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
 
 
 class TrackerFactory:
@@ -281,7 +385,7 @@ def _reap_orphans() -> None:
 def _own_children() -> list[int]:
     """Our direct children. The kernel lists them per thread; psutil's own way reads the stat
     file of every process of the machine, which cost more than all the rest of a run's tracking."""
-    if not os.path.exists(f"/proc/self/task/{os.getpid()}/children"):  # a kernel without the list
+    if not _HAS_CHILDREN_LISTS:  # a kernel without the list
         try:
             return [child.pid for child in psutil.Process().children()]
         except psutil.Error:

@@ -106,6 +106,11 @@ class AgentProcesses(abc.ABC):
     runner before the first agent starts, e.g. the scripted model endpoint's address). Each
     sandbox sets its own (empty) dict in `__init__`: a class-level default would be shared."""
 
+    sees_every_process: bool = False
+    """`agent_processes` shows every process of the agent however it was started (a cgroup, a
+    container, a holder of its own), so a command it runs is seen when it runs. False where
+    tracking is by descent alone and a process may escape it."""
+
     @abc.abstractmethod
     async def start_agent(self, argv: list[str]) -> AgentProcess:
         """Start one agent process. Raises `LaunchError` when it cannot start at all."""

@@ -57,6 +57,14 @@ class ProcessEvidence(_Model):
     killed_after: float | None = None
     """Set when the agent had not ended this many seconds after stdin closed and was killed."""
     leftovers: list[Leftover] = Field(default_factory=list)
+    """What of the agent's processes was alive when the leftover window closed (then killed)."""
+    leftover_window_closes_at: float | None = None
+    """Where the look for leftovers ends at the latest: Rondar's 10 s after its input closed, or
+    2 s after the process itself ended, whichever is later. A process that ends before is part
+    of the agent's ending, never a leftover."""
+    last_process_ended_at: float | None = None
+    """When the last of its processes (itself included) was seen ended: its own exit when none
+    outlived it. None when some were still alive as the window closed (the leftovers)."""
     stderr_tail: str = ""
     stderr_bytes: int = 0
     # For the protocol tier (#26): facts the journeys see anyway, judged only by that tier.
@@ -169,6 +177,13 @@ class TurnEvidence(_Model):
     cancel_sent_at: float | None = None
     cancel_trigger: Literal["tool_call", "permission", "process", "bound"] | None = None
     command_seen_at: float | None = None
+    sees_every_process: bool | None = None
+    """Stop a running turn: tracking saw every process of the agent (a cgroup, a container, a
+    holder of its own), so its sleep shows up when it runs."""
+    process_wait_s: float | None = None
+    """Stop a running turn: how long a tool call about the sleep reported `in_progress` waited for
+    the sleep's process before it was the trigger: 30 s where tracking sees every process of the
+    agent (a cgroup, a container, a holder of its own), 3 s where it cannot."""
     sleep_left: list[Leftover] = Field(default_factory=list)
     workspace_before: dict[str, str] | None = None
     workspace_after: dict[str, str] | None = None

@@ -293,7 +293,9 @@ def _check_process(p: ProcessEvidence, f: _Findings) -> None:
     if p.leftovers:
         listed = ", ".join(f"pid {x.pid} `{one_line(x.command, COMMAND_LIMIT)}`" for x in p.leftovers[:5])
         more = f" and {len(p.leftovers) - 5} more" if len(p.leftovers) > 5 else ""
-        f.add("process-left", f"{label} left {listed}{more}")
+        closed = p.leftover_window_closes_at
+        when = f" (alive at {closed:.1f}s, when the look for leftovers ended)" if closed is not None else ""
+        f.add("process-left", f"{label} left {listed}{more}{when}")
 
 
 def _check_request(r, f: _Findings) -> None:
@@ -422,8 +424,12 @@ def _check_stop(e: JourneyEvidence, f: _Findings) -> None:
         f.add("sleep-never-started", f"cancelled at the turn's bound, after {waited:.0f} s (--timeout-scale "
                                      f"{f.timeout_scale:g}); raise --timeout-scale if your model is slow")
     elif t.cancel_trigger == "tool_call":
+        waited = f" within {t.process_wait_s:.0f}s" if t.process_wait_s is not None else ""
+        why = {True: " (tracking sees every process of the agent: it ran none such)",
+               False: " (this tracking cannot see every process of the agent)", None: ""}[t.sees_every_process]
         f.warnings.append(f"session/cancel went out at {t.cancel_sent_at:.1f}s on a tool call about the sleep "
-                          "reported in_progress: no `sleep 120` process was seen among the agent's processes")
+                          f"reported in_progress: no `sleep 120` process was seen{waited} among the agent's "
+                          f"processes{why}")
     stop_at = t.answered_at if t.answered_at is not None else float("inf")
     shown = [c for c in t.tool_calls if c.at <= stop_at] or [p for p in t.permissions if p.at <= stop_at]
     if not shown:

@@ -1,16 +1,19 @@
 """#step-7 Stop a running turn: ask for `sleep 120`, cancel once it runs, time the stop.
 
 Rondar: "When your agent runs the command, it sends `session/cancel`." So the trigger is the
-`sleep 120` process among the agent's processes. Only when the agent reports a tool call about
-the sleep as under way (`in_progress`) and no such process shows up within `FALLBACK_S` does it
-cancel on that report (trigger `tool_call`: the judge warns that the process was not seen). A
-permission request is never a trigger (it is answered, and the wait goes on), nor is a `pending`,
-`failed` or `completed` tool call: none of them is a running command. A turn that ends before
-the command ever runs is recorded without a cancel (the judge: `sleep-never-started`). If
-nothing runs within the turn's bound, it cancels then (trigger `bound`); it never waits out the
-sleep.
+`sleep 120` process among the agent's processes. Where tracking sees every process of the agent
+(a cgroup, a container, a holder of its own: `Sandbox.sees_every_process`) the sleep shows up
+when it runs, also when the agent's tool takes seconds to start it (an IPython kernel still
+starting): a tool call about the sleep reported as under way (`in_progress`) waits up to
+`PROCESS_WAIT_S` for its process. Only where tracking cannot see every process does it wait the
+short `FALLBACK_S`. If no such process shows up within that wait, the cancel goes out on the
+report (trigger `tool_call`: the judge warns that the process was not seen); the turn's evidence
+keeps which wait applied (`sees_every_process`, `process_wait_s`). A permission request is never a trigger (it is
+answered, and the wait goes on), nor is a `pending`, `failed` or `completed` tool call: none of
+them is a running command. A turn that ends before the command ever runs is recorded without a
+cancel (the judge: `sleep-never-started`). If nothing runs within the turn's bound, it cancels
+then (trigger `bound`); it never waits out the sleep.
 """
-
 from __future__ import annotations
 
 import asyncio
@@ -24,8 +27,11 @@ from acp_journeys.rules import prompts
 from acp_journeys.rules.evidence import Leftover
 
 POLL_S = 0.1
+PROCESS_WAIT_S = 30.0
+"""How long an `in_progress` report about the sleep waits for its process before it is the trigger,
+where tracking sees every process of the agent (not scaled: it is the tool's start, not a model's)."""
 FALLBACK_S = 3.0
-"""How long an `in_progress` report about the sleep waits for its process before it is the trigger."""
+"""The same where tracking cannot see every process (the sleep may run where no scan finds it)."""
 
 
 def about_sleep(tool_call: dict[str, Any]) -> bool:
@@ -76,9 +82,12 @@ async def run(ctx: JourneyContext) -> None:
 
     async def watch() -> None:
         while not running.is_set():
+            # Asked each time: a holder that the agent killed leaves tracking by descent alone.
+            turn.sees_every_process = ctx.sandbox.sees_every_process
+            wait_s = turn.process_wait_s = PROCESS_WAIT_S if turn.sees_every_process else FALLBACK_S
             if any(is_sleep(p.command) for p in await ctx.sandbox.agent_processes()):
                 seen("process")
-            elif reported and loop.time() - min(reported.values()) >= FALLBACK_S:
+            elif reported and loop.time() - min(reported.values()) >= wait_s:
                 seen("tool_call")
             else:
                 await asyncio.sleep(POLL_S)

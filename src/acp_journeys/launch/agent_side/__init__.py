@@ -1,5 +1,5 @@
 """What runs on the agent's side of a sandbox, and how to name it: the MCP relay script (a local
-agent starts it), the static helpers `holder` and `relay` (a container's PID 1 and its relay),
+agent starts it), the holder script of a local agent process (`subreaper.py`), the static helpers `holder` and `relay` (a container's PID 1 and its relay),
 and where those sit inside a container.
 
 Rules of this module: the files here are copied or started as they are and import nothing of
@@ -19,6 +19,8 @@ from pathlib import Path
 
 SOURCES = Path(__file__).resolve().parent
 RELAY_SCRIPT = SOURCES / "mcp_relay.py"
+SUBREAPER_SCRIPT = SOURCES / "subreaper.py"
+"""The holder of one local agent process under `--tracking subreaper` (standard library only)."""
 
 IN_CONTAINER_DIR = "/.acp-journeys"
 HELPERS_DIR = IN_CONTAINER_DIR + "/bin"  # copied in, or mounted read-only: nothing is written here

@@ -115,6 +115,8 @@ class ContainerHost(Protocol):
 class DockerSandbox(Sandbox):
     """One journey's container."""
 
+    sees_every_process = True  # every process of the container is the agent's
+
     def __init__(self, launcher: ContainerHost, journey_id: str) -> None:
         self.launcher = launcher
         self.journey_id = journey_id

@@ -198,7 +198,8 @@ def _failures(j: Mapping[str, Any], docs_url: str) -> str:
 def _legend() -> str:
     marks = [("m-turn", "turn"), ("m-request", "request"), ("m-initialize", "initialize"),
              ("m-tool-call", "tool call"), ("m-permission", "permission request"), ("m-mcp", "MCP call"),
-             ("m-cancel", "session/cancel"), ("m-cancel-answer", "cancel → answer"), ("m-leftover", "left behind")]
+             ("m-cancel", "session/cancel"), ("m-cancel-answer", "cancel → answer"),
+             ("m-last-ended", "last process ended"), ("m-leftover", "left behind")]
     updates = [(update_class(k), k) for k in KNOWN_UPDATES[:5]] + [("u-other", "other update")]
     return ('<p class="legend">' + "".join(f'<span class="entry"><span class="key {c}"></span>{text(n)}</span> '
                                            for c, n in marks + updates)

@@ -6,8 +6,8 @@ Rules of this module:
   the evidence was added, renamed or dropped, still gives a timeline (what is missing is not drawn).
 - Times are the evidence's own: seconds since the journey started. Nothing is computed from a
   clock; the same file always gives the same points.
-- Each agent process gets lanes: `process` (start, initialize, stdin closed, exit, leftovers,
-  protocol warnings), `requests` (our requests and the turns, as spans), `updates` (one tick per
+- Each agent process gets lanes: `process` (start, initialize, stdin closed, exit, the end of its
+  last process when one outlived it, leftovers as the window closed, protocol warnings), `requests` (our requests and the turns, as spans), `updates` (one tick per
   session/update frame, by kind: only when the transcript was kept), `tools` (tool calls and their
   status changes, permission requests with our answer, MCP calls, refused agent requests) and
   `cancel` (the command seen, session/cancel, the answer with its latency, sleeps left). The
@@ -44,7 +44,7 @@ class Point:
     at: float
     lane: str
     kind: str
-    """What it is, for the drawing: start, initialize, stdin, exit, killed, leftover, warning,
+    """What it is, for the drawing: start, initialize, stdin, exit, killed, last-ended, leftover, warning,
     request, turn, update, tool-call, tool-status, permission, mcp, agent-request, seen,
     cancel, cancel-answer, sleep-left, model."""
     label: str = ""
@@ -289,12 +289,25 @@ def _process_points(p: Mapping[str, Any], argv: str) -> list[Point]:
         points.append(Point(killed, "process", "killed", f"killed {killed_after:.0f} s after stdin closed",
                             "the agent did not end by itself after its input closed, so it was killed",
                             tone="bad", priority=1))
+    last = num(p.get("last_process_ended_at"))
+    window = num(p.get("leftover_window_closes_at"))
+    if last is not None and (gone is None or last > gone):
+        # Its processes outlived it, and ended within Rondar's window: part of its ending.
+        points.append(Point(last, "process", "last-ended", f"last process ended (+{last - gone:.2f} s)"
+                            if gone is not None else "last process ended",
+                            f"the last of the agent's processes ended at {seconds(last)}"
+                            + (f", {seconds(last - gone)} after the agent itself" if gone is not None else "")
+                            + (f", within the window that closed at {seconds(window)}" if window is not None else ""),
+                            tone="ok"))
     leftovers = [as_dict(x) for x in as_list(p.get("leftovers"))]
     if leftovers:
-        at = gone if gone is not None else (stdin if stdin is not None else started or 0.0)
+        at = window if window is not None else gone if gone is not None else (
+            stdin if stdin is not None else started or 0.0)
         names = "; ".join(f"pid {as_str(x.get('pid'))}: {short(x.get('command'), 80)}" for x in leftovers[:20])
         points.append(Point(at, "process", "leftover", f"{len(leftovers)} left: {short(leftovers[0].get('command'), 24)}",
-                            f"left after the agent ended: {names}", tone="bad", priority=1))
+                            f"left after the agent ended: {names}"
+                            + (f" (alive when the window closed at {seconds(window)})" if window is not None else ""),
+                            tone="bad", priority=1))
     return points
 
 
@@ -414,10 +427,17 @@ def _cancel_points(t: Mapping[str, Any], answered: float | None, stop: Any) -> l
                "bound": ("nothing ran (bound)", "nothing showed the sleep running within the turn's bound")}
         label, what = how.get(as_str(trigger), (f"seen: {short(trigger or 'command', 16)}",
                                                 f"trigger {short(trigger, 60)}" if trigger else "the command ran"))
+        wait = num(t.get("process_wait_s"))
+        if trigger == "tool_call" and wait is not None:
+            label = f"no sleep process in {wait:.0f} s"
+            what += (f", and no sleep process appeared within {wait:.0f} s"
+                     + (" though tracking sees every process of the agent" if t.get("sees_every_process") is True
+                        else " (this tracking cannot see every process of the agent)"))
         points.append(Point(seen, "cancel", "seen", label, f"the command counts as running: {what}",
-                            tone="warn" if trigger == "bound" else ""))
+                            tone="warn" if trigger in ("bound", "tool_call") else ""))
     if cancel is not None:
-        points.append(Point(cancel, "cancel", "cancel", "session/cancel",
+        points.append(Point(cancel, "cancel", "cancel", "session/cancel" + (
+                                f" on the {short(trigger, 12).replace('_', ' ')}" if trigger else ""),
                             f"we sent session/cancel at {seconds(cancel)}"
                             + (f" (trigger: {short(trigger, 30)})" if trigger else "")))
         if answered is not None:

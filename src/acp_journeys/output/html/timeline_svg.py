@@ -129,6 +129,7 @@ def _marker(p: Point, scale: _Scale, y: float, more: int, lane_end: float) -> st
     shapes = {
         "start": f'<circle cx="{x:.1f}" cy="{mid:.1f}" r="4"/>',
         "exit": f'<circle cx="{x:.1f}" cy="{mid:.1f}" r="4.5"/>',
+        "last-ended": f'<rect x="{x - 3.5:.1f}" y="{mid - 3.5:.1f}" width="7" height="7" rx="1"/>',
         "tool-call": f'<circle cx="{x:.1f}" cy="{mid:.1f}" r="4.5"/>',
         "tool-status": f'<circle cx="{x:.1f}" cy="{mid:.1f}" r="2.6"/>',
         "model": f'<circle cx="{x:.1f}" cy="{mid:.1f}" r="3.5"/>',

@@ -42,6 +42,7 @@ from acp_journeys.services.model_stub.conversation import (
     PlannedCall,
     ToolCall,
     ToolResult,
+    ToolSpec,
 )
 
 PLAN_ID = re.compile(r"\bPLAN-[A-Z0-9]{8}\b")
@@ -248,20 +249,50 @@ class Script:
                                   f"run `{command}` in one")
         return None
 
-    def call_mcp(self, intent: Intent, base: str, server: str | None, arguments: dict, why: str) -> Decision | None:
-        """A call of the MCP tool `base`: offered as a tool, or from a Python cell whose agent says so."""
+    def call_mcp(self, intent: Intent, base: str, server: str | None, arguments: dict, why: str,
+                 steps: list[Step] | None = None) -> Decision | None:
+        """A call of the MCP tool `base`: offered as a tool, from a Python cell whose agent says
+        so, or found with a search tool and called through its bridge (`via_search`)."""
         conv = self.conversation
         tool = tools.find_mcp_tool(conv.tools, base, server)
         if tool is not None:
-            filled = (tools.create_plan_arguments(tool, arguments["title"], arguments["description"])
-                      if base == "create_plan" else tools.get_plan_arguments(tool, arguments["plan_id"]))
-            return self.call(intent, tool.name, filled, f"{why} with {tool.name}")
+            return self.call(intent, tool.name, _mcp_arguments(tool, base, arguments), f"{why} with {tool.name}")
         cell = tools.find_cell_tool(conv.tools)
         if cell is not None and server and tools.cell_reaches_mcp(cell, self.system_text):
             code = tools.mcp_cell_code(server, base, arguments)
             return self.call(intent, cell.name, tools.cell_arguments(cell, code),
                              f"{why} with mcp.call_tool in the Python cell tool {cell.name}, as the agent's prompt says")
-        return None
+        return self.via_search(intent, base, server, arguments, why, steps or [])
+
+    def via_search(self, intent: Intent, base: str, server: str | None, arguments: dict, why: str,
+                   steps: list[Step]) -> Decision | None:
+        """MCP tools deferred behind a search tool (Qwen Code's tool_search and tool_call): search
+        once for `base` (`select:<name>` when the conversation names the deferred tool, else
+        keywords), then call what the search declared through the bridge, as a model would."""
+        pair = tools.find_search_bridge(self.conversation.tools)
+        if pair is None:
+            return None
+        search, bridge = pair
+        searches = [s for s in steps if s.role == "search"]
+        found = tuple(t for s in searches if s.result is not None for t in tools.found_tools(s.result.text))
+        tool = tools.find_mcp_tool(found, base, server)
+        if tool is not None:
+            return self.call(intent, bridge.name, {"name": tool.name, "arguments": _mcp_arguments(tool, base, arguments)},
+                             f"{why} with {tool.name} through {bridge.name}, as {search.name} declared it")
+        if any(base in json.dumps(s.call.arguments) for s in searches):
+            return None  # searched for it once already: not found
+        name = self.deferred_name(base, server)
+        query = f"select:{name}" if name else " ".join(w for w in (server, base) if w)
+        return self.call(intent, search.name, {"query": query},
+                         f"no {base} tool offered, but {search.name} finds deferred tools: search for it")
+
+    def deferred_name(self, base: str, server: str | None) -> str | None:
+        """The full name of the tool `base` where the conversation lists it (a deferred-tools list)."""
+        texts = [t for m in self.conversation.messages for t in m.texts]
+        names = {n for text in texts for n in re.findall(r"[A-Za-z0-9_.-]*" + re.escape(base) + r"\b", text[:100_000])
+                 if tools.matches_base(n, base) and n.lower() != base.lower()}  # the bare name is the prompt's
+        ranked = sorted(names, key=lambda n: (not (server and server.lower() in n.lower()), len(n)))
+        return ranked[0] if ranked else None
 
     def do_reply(self, found: instructions.Instruction, steps: list[Step]) -> Decision:
         return self.reply("reply", found.groups["token"], "the newest instruction asks for its marker")
@@ -344,8 +375,11 @@ class Script:
         """The argument that the agent's refusal of `step` asked to set, if any (see tools)."""
         if step.ok or step.result is None:
             return None
-        spec = next((t for t in self.conversation.tools if t.name == step.call.name), None)
+        spec = self.tool_of(step)
         return tools.refusal_fix(spec, step.call.arguments, step.result.text) if spec is not None else None
+
+    def tool_of(self, step: Step) -> ToolSpec | None:
+        return next((t for t in self.conversation.tools if t.name == step.call.name), None)
 
     def retry_refused(self, step: Step, detail: str) -> Decision | None:
         """The refused call once more, with the argument that its refusal names set."""
@@ -353,9 +387,11 @@ class Script:
         if fix is None:
             return None
         name, value = fix
+        how = (f"offered a trailing comment that keeps it in the foreground: retry once as `{value}`"
+               if name == (tools.command_property(self.tool_of(step)) or ("", ""))[0]
+               else f"named its argument {name}: retry once with {name}: {json.dumps(value)}")
         return Decision(intent="shell", call=PlannedCall(step.call.name, {**step.call.arguments, name: value}),
-                        why=f"{step.call.name} refused the call ({detail}) and named its argument {name}: "
-                            f"retry once with {name}: {json.dumps(value)}",
+                        why=f"{step.call.name} refused the call ({detail}) and {how}",
                         retried={"tool": step.call.name, "argument": name, "value": value, "refusal": detail})
 
     def do_plan(self, found: instructions.Instruction, steps: list[Step]) -> Decision:
@@ -385,7 +421,7 @@ class Script:
         created = _latest(steps, "create_plan")
         if created is None:
             planned = self.call_mcp("plan", create_name, server, {"title": title, "description": description},
-                                    f"save the plan, the description from {cat.call.name},")
+                                    f"save the plan, the description from {cat.call.name},", steps)
             if planned is None:
                 return self.reply("plan", f"I cannot save the plan: no {create_name} tool.",
                                   f"no {create_name} tool of the {server} server offered: {_offered(conv)}")
@@ -401,7 +437,7 @@ class Script:
 
         got = _latest(steps, "get_plan")
         if got is None:
-            planned = self.call_mcp("plan", get_name, server, {"plan_id": plan_id}, "read the plan back")
+            planned = self.call_mcp("plan", get_name, server, {"plan_id": plan_id}, "read the plan back", steps)
             if planned is None:
                 return self.reply("plan", plan_id, f"no {get_name} tool offered: {_offered(conv)}")
             return planned
@@ -409,6 +445,12 @@ class Script:
             detail = _first_line(got.result.text) if got.result else "no tool result came back"
             return self.reply("plan", f"{get_name} failed for {plan_id}: {detail}", f"{got.call.name} failed: {detail}")
         return self.reply("plan", plan_id, f"{got.call.name} read the plan back")
+
+
+def _mcp_arguments(tool: ToolSpec, base: str, arguments: dict) -> dict:
+    if base == "create_plan":
+        return tools.create_plan_arguments(tool, arguments["title"], arguments["description"])
+    return tools.get_plan_arguments(tool, arguments["plan_id"])
 
 
 def wait_for(command: str) -> str:

@@ -41,6 +41,8 @@ MAX_BODY_BYTES = 64 * 1024 * 1024  # also the bound of a body once inflated
 MAX_LINE_BYTES = 4096  # a chunk-size or trailer line
 MODEL_ID = "acp-journeys-stub"
 TAG_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+# Token counts (Anthropic's and Gemini's): answered with an estimate, recorded, never a turn.
+COUNT_TOKENS = ("/messages/count_tokens", ":countTokens")
 TAG = re.compile(r"^/t/(?P<tag>[A-Za-z0-9_.-]+)(?P<rest>/.*)?$")
 POLL_SECONDS = 0.05
 IDLE_SECONDS = 120  # a keep-alive connection with no request for this long is closed
@@ -258,8 +260,8 @@ class _Handler(BaseHTTPRequestHandler):
                 raise BadRequest(f"the body is not JSON: {exc}") from None
             if not isinstance(body, dict):
                 raise BadRequest("the body must be a JSON object")
-            if path.endswith("/messages/count_tokens") and isinstance(dialect, AnthropicMessages):
-                counted = dialect.count_tokens(body)
+            if path.endswith(COUNT_TOKENS):
+                counted = dialect.count_tokens(body)  # type: ignore[attr-defined]
                 self._record(started, tag, status=200, why="count_tokens", **fields)
                 self._json(200, counted)
                 return
@@ -437,6 +439,8 @@ class ModelStub:
     def dialect_for(self, path: str) -> Dialect | None:
         if path.endswith("/messages/count_tokens"):
             return next(d for d in self._dialects if isinstance(d, AnthropicMessages))
+        if path.endswith(":countTokens"):
+            return next(d for d in self._dialects if d.name == "gemini-generate")
         return next((d for d in self._dialects if path.endswith(d.suffix)), None)
 
     def _admit(self, request: Any) -> bool:

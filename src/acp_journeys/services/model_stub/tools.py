@@ -18,7 +18,9 @@ Rules of this module: pure functions of `ToolSpec`s; no I/O.
   of its type, so that a strict agent does not refuse the call.
 - A refusal that names an argument of the refused tool's own schema to set ("must use
   run_in_background", "with is_background: true") gives that argument and its value
-  (`refusal_fix`): the model follows the agent's own instruction, as a real one would.
+  (`refusal_fix`): the model follows the agent's own instruction, as a real one would; a
+  refusal that offers a trailing comment to keep the command in the foreground ("add a trailing
+  comment like `# intentional-sleep: ...`") is taken first, since the prompt says to wait.
 """
 
 from __future__ import annotations
@@ -181,6 +183,10 @@ def get_plan_arguments(tool: ToolSpec, plan_id: str) -> dict[str, Any]:
 
 REFUSAL_HEAD = 2000
 """How much of a refused call's result is read for the argument that it names."""
+# "add a trailing comment like `# intentional-sleep: <reason>`" (Qwen Code's refusal of a
+# standalone sleep): the way it offers to keep the command in the foreground, as the prompt asks.
+FOREGROUND_COMMENT = re.compile(r"trailing comment like `(?P<key>#\s*[A-Za-z][\w-]*:)[^`\n]*`")
+FOREGROUND_REASON = "the user asked to run it and wait for it"
 VALUE_AFTER = re.compile(r'\s*[`\'"]?\s*(?:[:=]|to)\s*[`\'"]?(?P<value>true|false|-?\d+(?:\.\d+)?)\b', re.I)
 
 
@@ -188,9 +194,16 @@ def refusal_fix(tool: ToolSpec, arguments: dict[str, Any], text: str) -> tuple[s
     """The argument (and value) that a refusal of a call of `tool` tells the model to set: a
     property of the tool's own schema named as a word in the result, other than the command,
     with a value given after it ("is_background: true") or, for a boolean, true; None when the
-    result names none, or the call already had that value."""
+    result names none, or the call already had that value. A refusal that offers a trailing
+    comment to keep the command in the foreground (FOREGROUND_COMMENT) comes first: the command
+    with that comment, since the prompt says to wait for it (the background would change what
+    was asked)."""
     head = text[:REFUSAL_HEAD]
     command = (command_property(tool) or ("command", ""))[0]
+    comment = FOREGROUND_COMMENT.search(head)
+    given_command = arguments.get(command)
+    if comment is not None and isinstance(given_command, str) and comment.group("key") not in given_command:
+        return command, f"{given_command} {comment.group('key')} {FOREGROUND_REASON}"
     for name, schema in tool.properties().items():
         if name == command or len(name) < 4:
             continue
@@ -217,8 +230,51 @@ def refusal_fix(tool: ToolSpec, arguments: dict[str, Any], text: str) -> tuple[s
 MCP_CALL_IN_CODE = re.compile(r"\.call_tool\(\s*[\"'][^\"']*[\"']\s*,\s*[\"'](?P<tool>[^\"']+)[\"']")
 
 
+SEARCH_TOOLS = ("tool_search",)
+BRIDGE_TOOLS = ("tool_call",)
+FUNCTION_TAG = re.compile(r"<function>(?P<json>.*?)</function>", re.S)
+
+
+def find_search_bridge(tools: tuple[ToolSpec, ...]) -> tuple[ToolSpec, ToolSpec] | None:
+    """(search, bridge): a tool that finds deferred tools by a `query` and one that calls them by
+    `name` and `arguments` (Qwen Code's tool_search and tool_call, behind which it defers MCP
+    tools), when both are offered."""
+    search = next((t for t in tools if t.name in SEARCH_TOOLS and "query" in t.properties()), None)
+    bridge = next((t for t in tools if t.name in BRIDGE_TOOLS
+                   and {"name", "arguments"} <= set(t.properties())), None)
+    return (search, bridge) if search is not None and bridge is not None else None
+
+
+def found_tools(text: str) -> list[ToolSpec]:
+    """The declarations a search result gives, each `<function>{"name", "description",
+    "parameters" or "parametersJsonSchema"}</function>` (unreadable ones are skipped)."""
+    specs = []
+    for match in FUNCTION_TAG.finditer(text[:200_000]):
+        try:
+            decl = json.loads(match.group("json"))
+        except ValueError:
+            continue
+        if isinstance(decl, dict) and isinstance(decl.get("name"), str):
+            schema = decl.get("parametersJsonSchema") or decl.get("parameters") or decl.get("input_schema") or {}
+            specs.append(ToolSpec(decl["name"], schema if isinstance(schema, dict) else {},
+                                  str(decl.get("description") or "")))
+    return specs
+
+
+def bridged(call: ToolCall) -> ToolCall:
+    """The call that a bridge call (tool_call {name, arguments}) makes, else the call itself."""
+    inner = call.arguments.get("name")
+    if call.name in BRIDGE_TOOLS and isinstance(inner, str) and isinstance(call.arguments.get("arguments"), dict):
+        return ToolCall(call.id, inner, call.arguments["arguments"])
+    return call
+
+
 def call_role(call: ToolCall) -> str:
-    """What an earlier tool call was: "create_plan", "get_plan", "shell", "read" or "other"."""
+    """What an earlier tool call was: "create_plan", "get_plan", "search", "shell", "read" or
+    "other" (a bridge call counts as the call it makes)."""
+    if call.name in SEARCH_TOOLS:
+        return "search"
+    call = bridged(call)
     for base in ("create_plan", "get_plan"):
         if matches_base(call.name, base):
             return base

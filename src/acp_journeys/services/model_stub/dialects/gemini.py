@@ -10,6 +10,8 @@ Rules of this module:
   a string); `tools[].functionDeclarations` with `parameters` or `parametersJsonSchema`;
   `toolConfig.functionCallingConfig.mode` NONE offers no tool. A call and its response pair by
   their `id` when they have one, else by order (the k-th call with the k-th response).
+- `…:countTokens` (Gemini CLI asks it before a turn with an image): `{"totalTokens": n}` from
+  the same estimate, after the same validation of `contents`.
 - Answers: one candidate with one part, `text` or `functionCall`, `finishReason` STOP, and
   `usageMetadata`. The stream is `data:` events, each a whole response object: text in pieces,
   the last one with the finish reason and the usage.
@@ -134,6 +136,10 @@ class GeminiGenerate(Dialect):
 
     def wants_stream(self, body: dict[str, Any]) -> bool:
         return False
+
+    def count_tokens(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.parse(body)  # the same validation as a real request
+        return {"totalTokens": estimate_tokens([body.get("systemInstruction"), body.get("contents")])}
 
     @staticmethod
     def _part(decision: Decision) -> dict[str, Any]:
