@@ -261,6 +261,10 @@ check_run_inputs() {
         [[ $parallel =~ ^[1-9][0-9]{0,3}$ ]] || die "input parallel: expected a whole number of 1 or more, got '$parallel'"
     fi
     is_true strict "${ACPJ_STRICT:-false}" || true
+    case "${ACPJ_TIER:-}" in
+        ""|protocol) ;;
+        *) die "input tier: expected protocol or nothing, got '${ACPJ_TIER}'" ;;
+    esac
     parse_settings "${ACPJ_SETTINGS:-}"
     parse_templates "${ACPJ_CONFIG_TEMPLATES:-}"
     if [ "${#TEMPLATE_LINES[@]}" -gt 0 ] && ! is_true model-stub "${ACPJ_MODEL_STUB:-false}"; then
@@ -545,6 +549,7 @@ step_run() {
     [ -z "${ACPJ_TIMEOUT_SCALE:-}" ] || cli+=(--timeout-scale "$ACPJ_TIMEOUT_SCALE")
     [ -z "${ACPJ_PARALLEL:-}" ] || cli+=(--parallel "$ACPJ_PARALLEL")
     if is_true strict "${ACPJ_STRICT:-false}"; then cli+=(--strict); fi
+    [ -z "${ACPJ_TIER:-}" ] || cli+=(--tier "$ACPJ_TIER")  # its own verdict: the job's stays Rondar's
     cli+=("${SETTING_ARGS[@]}" "${TEMPLATE_ARGS[@]}" "${BASELINE_ARGS[@]}")
     local env_opts=() name_
     for name_ in "${ENV_NAMES[@]}"; do

@@ -51,6 +51,7 @@ ISSUE_INPUTS = {"agent-command", "context", "dockerfile", "image", "build-args",
                 "artifact-name", "docs-url", "post-check",
                 # the command line's options too (the action can do what the command line can)
                 "baseline", "timeout-scale", "strict", "parallel", "model-stub-config-templates", "settings",
+                "tier",  # #26: the protocol tier
                 # the agent image's build offline (issue 23)
                 "build-network"}
 ISSUE_OUTPUTS = {"verdict", "passed", "failed", "result-path", "html-path", "check-url"}
@@ -431,6 +432,7 @@ def test_prepare_makes_the_work_folder_and_the_agent_image_name(fake: FakeSteps)
     ({"ACPJ_PARALLEL": "0"}, "input parallel: expected a whole number of 1 or more, got '0'"),
     ({"ACPJ_PARALLEL": "2.5"}, "input parallel: expected a whole number of 1 or more"),
     ({"ACPJ_STRICT": "very"}, "input strict: expected true or false, got 'very'"),
+    ({"ACPJ_TIER": "rondar"}, "input tier: expected protocol or nothing, got 'rondar'"),
     ({"ACPJ_SETTINGS": "not a name=1"}, "input settings: a line is not NAME or NAME=VALUE"),
     ({"ACPJ_SETTINGS": "UNSET_IN_STEP"}, "input settings: UNSET_IN_STEP is not set in the step's environment"),
     ({"ACPJ_SETTINGS": "API_KEY=x", "ACPJ_ENV": "API_KEY=y"}, "input settings: API_KEY is in the env input too"),
@@ -503,6 +505,7 @@ def test_run_turns_the_new_inputs_into_options(fake: FakeSteps) -> None:
     (fake.workspace / "acp" / "config.toml").write_text('url = "{model_url}/v1"\n')
     (fake.workspace / "acp" / "models.json").write_text("{}")
     inputs = dict(ACPJ_BASELINE="acp/baseline.yml", ACPJ_TIMEOUT_SCALE="2.5", ACPJ_STRICT="true", ACPJ_PARALLEL="3",
+                  ACPJ_TIER="protocol",
                   ACPJ_MODEL_STUB="true", ACPJ_SETTINGS="AGENT_MODEL=stub model\n# no\nKERNEL_PYTHON\n",
                   KERNEL_PYTHON="/opt/kernel/bin/python",
                   ACPJ_CONFIG_TEMPLATES="acp/config.toml:.config/agent/config.toml\nacp/models.json:.prime/agent/models.json")
@@ -517,6 +520,7 @@ def test_run_turns_the_new_inputs_into_options(fake: FakeSteps) -> None:
     head = call["cli"][:call["cli"].index("--")]
     assert head[head.index("--timeout-scale") + 1] == "2.5" and head[head.index("--parallel") + 1] == "3"
     assert "--strict" in head and "--model-stub" in head
+    assert head[head.index("--tier") + 1] == "protocol"  # the protocol tier, with its own verdict
     assert [head[i + 1] for i, a in enumerate(head) if a == "--setting"] == [
         "AGENT_MODEL=stub model", "KERNEL_PYTHON=/opt/kernel/bin/python"]
     assert [head[i + 1] for i, a in enumerate(head) if a == "--model-stub-config-template"] == [
@@ -534,7 +538,7 @@ def test_run_turns_the_new_inputs_into_options(fake: FakeSteps) -> None:
     out = fake("run", **plain, ACPJ_AGENT_COMMAND="agent")
     head = out.call("run")[0]["cli"]
     assert not {"--timeout-scale", "--parallel", "--strict", "--setting", "--baseline",
-                "--model-stub-config-template"} & set(head)
+                "--model-stub-config-template", "--tier"} & set(head)
 
 
 def test_run_as_a_non_root_user_keeps_the_files_theirs(fake: FakeSteps) -> None:

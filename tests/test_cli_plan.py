@@ -120,3 +120,10 @@ def test_the_subject_is_the_given_sha_else_the_environment_s() -> None:
     assert plan("--", "a", environ={"GITHUB_SHA": "abc1234"}).subject == {"sha": "abc1234"}
     assert plan("--subject-sha", "def5678", "--", "a", environ={"GITHUB_SHA": "abc1234"}).subject == {"sha": "def5678"}
     assert plan("--", "a").subject == {}
+
+
+def test_the_protocol_tier_is_opt_in_and_named_once() -> None:
+    assert plan("--", "agent").tiers == []
+    assert plan("--tier", "protocol", "--tier", "protocol", "--", "agent").tiers == ["protocol"]
+    with pytest.raises(SystemExit):  # argparse's own usage error (exit 2) for a tier it does not know
+        plan("--tier", "rondar", "--", "agent")

@@ -71,3 +71,40 @@ def test_the_reference_agent_knows_no_defect() -> None:
     assert "--defect" not in text and "broken(" not in text
     # None of the fixture names is spelt in it (a branch for one would name it).
     assert [n for n in fixture_names() if "+" not in n and f'"{n}"' in text] == []
+
+
+# --- the protocol tier (#26): its own verdicts, read from PROTOCOL_VERDICT ------------------
+
+
+def protocol_declared() -> dict[str, dict[str, str]]:
+    verdicts = {name: fixture_constant(name, "PROTOCOL_VERDICT") for name in fixture_names()}
+    return {name: v for name, v in verdicts.items() if v is not None}
+
+
+def test_every_protocol_check_fails_or_warns_in_some_fixture() -> None:
+    from acp_journeys.rules.protocol_catalog import CHECK_IDS, CHECKS_BY_ID
+
+    seen = {check: set() for check in CHECK_IDS}
+    for verdict in protocol_declared().values():
+        for check, word in verdict.items():
+            seen[check].add(word)
+    # A MUST is seen failing, a SHOULD warning (it never fails); list/resume/close also skipping.
+    for check, words in seen.items():
+        bad = "fail" if CHECKS_BY_ID[check].level == "MUST" else "warn"
+        assert bad in words, f"no fixture {bad}s the protocol check {check}"
+    assert {"session-list", "session-resume", "session-close"} <= {
+        c for v in protocol_declared().values() for c, w in v.items() if w == "skip"}
+
+
+@pytest.mark.parametrize("name", sorted(protocol_declared()))
+def test_a_protocol_fixture_names_catalog_checks_and_keeps_rondars_verdict(name: str) -> None:
+    from acp_journeys.rules.protocol_catalog import CHECKS_BY_ID, VERDICTS
+
+    verdict = protocol_declared()[name]
+    assert isinstance(verdict, dict) and verdict, f"{name}: PROTOCOL_VERDICT lists the checks that do not pass"
+    for check, word in verdict.items():
+        assert check in CHECKS_BY_ID, f"{name}: {check} is no protocol check of the catalog"
+        assert word in VERDICTS and word != "pass", f"{name}: {check}: {word!r}"
+        assert not (word == "fail" and CHECKS_BY_ID[check].level == "SHOULD"), f"{name}: a SHOULD only warns"
+    # The tier never changes Rondar's verdict: these fixtures pass the 7 journeys, as the reference does.
+    assert fixture_constant(name, "VERDICT") == {}, f"{name}: a protocol fixture keeps Rondar's verdict (VERDICT = {{}})"

@@ -6,6 +6,7 @@ that `verify` finds the same verdict in the result.json it wrote.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -27,6 +28,8 @@ def every(*ids: str, journeys=ALL) -> dict[str, list[str]]:
 # own (tests/fixtures/agents/<defect>.py, "a+b" for both); the containers-only ones declare None.
 EXPECTED: dict[str, dict[str, list[str]]] = fixture_verdicts()
 STRICT_EXPECTED: dict[str, dict[str, list[str]]] = fixture_verdicts("STRICT_VERDICT")
+# defect -> {protocol check id: its verdict other than pass} under --tier protocol (#26).
+PROTOCOL_EXPECTED: dict[str, dict[str, str]] = fixture_verdicts("PROTOCOL_VERDICT")
 
 
 def verify(path, *args: str) -> subprocess.CompletedProcess:
@@ -56,6 +59,51 @@ def test_fixture_gets_its_exact_verdict(defect, tmp_path):
         line = next(l for l in checked.stdout.splitlines() if l.startswith(journey + " "))
         assert "FAIL" in line and all(i in line for i in ids)
     check_masking_keeps_the_verdict(outcome.path, tmp_path)
+
+
+def tier_verdicts(result: dict) -> dict[str, str]:
+    """The protocol tier's checks that did not pass: {id: verdict}."""
+    return {c["id"]: c["verdict"] for c in result["tiers"]["protocol"]["checks"] if c["verdict"] != "pass"}
+
+
+@pytest.mark.parametrize("defect", [None, *sorted(PROTOCOL_EXPECTED)])
+def test_fixture_gets_its_exact_protocol_tier_verdict(defect, tmp_path):
+    """Each protocol check has a fixture that fails (or warns, or skips) it, the reference passes
+    every one; Rondar's verdict and exit code stay the fixture's own, and `verify` judges the tier
+    again from the evidence: only `--tier protocol` lets a MUST failure count for its exit code."""
+    agent = reference_agent(*defect.split("+")) if defect else reference_agent()
+    outcome = run_journeys(agent, tmp_path, "--tier", "protocol", "--junit", str(tmp_path / "j.xml"))
+    expected = PROTOCOL_EXPECTED.get(defect, {}) if defect else {}
+    assert outcome.failures() == (EXPECTED[defect] if defect else {}), outcome.stdout
+    assert tier_verdicts(outcome.result) == expected, outcome.stdout
+    assert outcome.code == (1 if defect and EXPECTED[defect] else 0), outcome.stderr[-2000:]
+    tier = outcome.result["tiers"]["protocol"]
+    must_fail = any(c["level"] == "MUST" and c["verdict"] == "fail" for c in tier["checks"])
+    assert tier["verdict"] == ("fail" if must_fail else "pass")
+    assert "protocol tier: " + tier["verdict"].upper() in outcome.stdout
+    assert 'name="acp-journeys.protocol"' in (tmp_path / "j.xml").read_text()
+    assert verify(outcome.path).returncode == outcome.code
+    gated = verify(outcome.path, "--tier", "protocol")
+    assert gated.returncode == (1 if must_fail or outcome.code else 0), gated.stdout + gated.stderr
+    assert tier_verdicts(json.loads(outcome.path.read_text())) == expected
+
+
+def test_not_advertised_session_capabilities_are_never_probed(tmp_path):
+    outcome = run_journeys(reference_agent("no-session-capabilities"), tmp_path, "--tier", "protocol",
+                           "--journey", "turn-to-end")
+    sent = {r["method"] for r in outcome.result["tiers"]["protocol"]["probe"]["requests"]}
+    assert sent.isdisjoint({"session/list", "session/resume", "session/close"}) and "session/new" in sent
+    (tmp_path / "ref").mkdir()
+    probed = run_journeys(reference_agent(), tmp_path / "ref", "--tier", "protocol", "--journey", "turn-to-end")
+    assert {"session/list", "session/resume", "session/close"} <= \
+        {r["method"] for r in probed.result["tiers"]["protocol"]["probe"]["requests"]}
+
+
+def test_without_the_tier_the_result_has_none_and_verify_tier_protocol_fails(tmp_path):
+    outcome = run_journeys(reference_agent(), tmp_path, "--journey", "turn-to-end")
+    assert outcome.code == 0 and outcome.result["tiers"] is None and "protocol tier" not in outcome.stdout
+    gated = verify(outcome.path, "--journey", "turn-to-end", "--tier", "protocol")
+    assert gated.returncode == 1 and "holds no protocol tier" in gated.stderr
 
 
 @pytest.mark.parametrize("defect", sorted(STRICT_EXPECTED))

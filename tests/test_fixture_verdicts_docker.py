@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAST_SCALE, fixture_agent_dir
-from test_fixture_verdicts import EXPECTED
+from test_fixture_verdicts import EXPECTED, PROTOCOL_EXPECTED, tier_verdicts
 
 docker = pytest.importorskip("docker")
 IMAGE = os.environ.get("ACP_JOURNEYS_TEST_IMAGE", "acp-journeys/runner:dev")
@@ -51,6 +51,24 @@ def test_fixture_verdict_is_the_same_in_containers(image: str, agent_dir: Path, 
     assert failures == (EXPECTED[defect] if defect else {}), proc.stdout[-3000:]
     assert result["launch"]["kind"] == "docker"
     assert proc.returncode == (1 if failures else 0)
+
+
+@pytest.mark.parametrize("defect", [None, *sorted(PROTOCOL_EXPECTED)])
+def test_protocol_tier_verdict_is_the_same_in_containers(image: str, agent_dir: Path, tmp_path: Path,
+                                                         defect: str | None) -> None:
+    """The tier's probe runs in a container of its own, as a journey does, with the same verdicts;
+    one journey is enough here (the journeys' own table is above), so the tier's checks that read
+    the journeys' evidence read that one journey's and the probe's."""
+    out = tmp_path / "result.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "acp_journeys", "run", "-q", "--timeout-scale", FAST_SCALE, "-o", str(out),
+         "--tier", "protocol", "--journey", "turn-to-end", "--image", image, "--agent-dir", str(agent_dir),
+         "--", "python3", f"/agent/{defect or 'reference_agent'}.py"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    result = json.loads(out.read_text())
+    assert tier_verdicts(result) == (PROTOCOL_EXPECTED[defect] if defect else {}), proc.stdout[-3000:]
+    assert [j["verdict"] for j in result["journeys"]] == ["pass"] and proc.returncode == 0, proc.stderr[-2000:]
+    assert result["tiers"]["protocol"]["probe"]["processes"][0]["leftovers"] == []
 
 
 def _run(image: str, tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:

@@ -28,3 +28,12 @@ def test_a_real_result_validates_against_the_published_schema(tmp_path: Path):
     assert turn["failures"][0]["doc"].endswith("#step-3")
     assert turn["transcript"], "a failed journey keeps its transcript"
     assert outcome.result["journeys"][1]["transcript"] is None
+
+
+def test_a_result_with_the_protocol_tier_validates_against_the_published_schema(tmp_path: Path):
+    outcome = run_journeys(reference_agent("asks-client-fs"), tmp_path, "--journey", "turn-to-end",
+                           "--tier", "protocol")
+    jsonschema.validate(outcome.result, json.loads(PUBLISHED.read_text()))
+    checks = outcome.result["tiers"]["protocol"]["checks"]
+    assert {"id", "level", "verdict", "detail", "anchor"} == set(checks[0])
+    assert [c["verdict"] for c in checks if c["id"] == "client-capabilities-respected"] == ["fail"]

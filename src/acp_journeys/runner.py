@@ -27,8 +27,9 @@ from acp_journeys.editor.session import Bounds, JourneyContext
 from acp_journeys.launch import Launcher
 from acp_journeys.output.console import Progress, Wait
 from acp_journeys.rules import catalog
-from acp_journeys.rules.evidence import BoundHit, JourneyEvidence, JourneyResult, RunResult
+from acp_journeys.rules.evidence import BoundHit, JourneyEvidence, JourneyResult, ProtocolTier, RunResult, Tiers
 from acp_journeys.rules.judge import judge_journey, judge_result
+from acp_journeys.rules.protocol_tier import judge_tiers
 
 
 @dataclass
@@ -57,6 +58,8 @@ class RunConfig:
     docs_url: str = catalog.DEFAULT_DOCS_URL
     subject: dict[str, str] = field(default_factory=dict)
     model_stub: ModelStubConfig | None = None
+    tiers: list[str] = field(default_factory=list)
+    """Opt-in tiers beside Rondar's verdict: "protocol" runs the tier's probe too (#26)."""
     heartbeat_s: float = HEARTBEAT_S
     """How often the progress says what the running journeys wait on (a terminal's live line: each second)."""
 
@@ -69,6 +72,11 @@ def journey_bound(bounds: Bounds) -> float:
     """A safety net over a whole journey: every step inside has its own, smaller bound."""
     return (bounds.initialize() * 2 + bounds.request() * 6 + bounds.turn() * 3
             + bounds.cancel_s + bounds.exit_s * 4 + 60)
+
+
+def probe_bound(bounds: Bounds) -> float:
+    """A safety net over the protocol tier's probe: its 9 short steps, a cancel and the closing."""
+    return bounds.initialize() + bounds.request() * 10 + bounds.cancel_s + bounds.exit_s + 30
 
 
 class Run:
@@ -100,13 +108,14 @@ class Run:
             self.stub = await asyncio.to_thread(ModelStub(mask=self.config.model_stub.mask).start)
         limit = asyncio.Semaphore(self.config.parallel or len(self.config.journeys) or 1)
         tasks = [asyncio.create_task(self._guarded(jid, limit)) for jid in self.config.journeys]
+        probe = asyncio.create_task(self._probe(limit)) if "protocol" in self.config.tiers else None
         heartbeat = asyncio.create_task(self._heartbeat())
         try:
-            await asyncio.gather(*tasks)
+            await asyncio.gather(*tasks, *([probe] if probe else []))
             interrupted = False
         except asyncio.CancelledError:
             interrupted = True
-            await asyncio.wait(tasks)  # each journey cleans up and returns its partial evidence
+            await asyncio.wait(tasks + ([probe] if probe else []))  # each cleans up, keeps its partial evidence
         finally:
             heartbeat.cancel()
             await asyncio.gather(heartbeat, return_exceptions=True)
@@ -130,8 +139,53 @@ class Run:
         self.result.partial = interrupted or len(results) < len(self.config.journeys)
         self.result.launch = self.launcher.describe()
         self.result.ended_at = _now()
-        self.result = judge_result(self.result)
+        if probe is not None:
+            tier = probe.result() if probe.done() and not probe.cancelled() and probe.exception() is None \
+                else ProtocolTier()
+            self.result.tiers = Tiers(protocol=tier)
+        self.result = judge_tiers(judge_result(self.result))
+        tier = self.result.tiers.protocol if self.result.tiers else None
+        if tier is not None and not self.config.transcripts and all(c.verdict == "pass" for c in tier.checks):
+            tier.probe_transcript = None  # kept, as a journey's, only where something did not pass
         return self.result
+
+    async def _probe(self, limit: asyncio.Semaphore) -> ProtocolTier:
+        """The protocol tier's probe: one agent process of its own, run and cleaned up as a journey is."""
+        from acp_journeys.editor import protocol_probe
+        from acp_journeys.rules import protocol_catalog
+
+        tier = ProtocolTier()
+        try:
+            async with limit:
+                self.progress.started(protocol_catalog.PROBE_ID)
+                started = time.monotonic()
+                sandbox = await self.launcher.open_sandbox(protocol_catalog.PROBE_ID)
+                ctx = JourneyContext(protocol_catalog.PROBE_ID, sandbox, self.config.argv, self.config.bounds)
+                tier.probe = ctx.evidence
+                channel = None
+                self.active[protocol_catalog.PROBE_ID] = ctx  # the heartbeat says what it waits on, too
+                try:
+                    assert self.hub is not None
+                    channel = await self.hub.open_channel(protocol_catalog.PROBE_ID, ctx.on_mcp_call,
+                                                          socket_path=sandbox.mcp_socket_path)
+                    await self._point_at_model_stub(ctx, sandbox)
+                    await asyncio.wait_for(protocol_probe.run(ctx, tier.probe_sent), probe_bound(self.config.bounds))
+                except asyncio.CancelledError:
+                    ctx.evidence.interrupted = True
+                    ctx.stop_early("the run was stopped")
+                except asyncio.TimeoutError:
+                    ctx.stop_early("the probe ran over its overall bound")
+                except Exception as exc:  # our bug: the tier's checks skip what the probe did not reach
+                    ctx.evidence.runner_error = f"{type(exc).__name__}: {exc}\n" + traceback.format_exc(limit=8)
+                finally:
+                    await self._cleanup(ctx, channel, sandbox)
+                    self.active.pop(protocol_catalog.PROBE_ID, None)
+                tier.duration_s = round(time.monotonic() - started, 3)
+                tier.probe_transcript = ctx.transcript
+                self.progress.say(f"{protocol_catalog.PROBE_ID}: done in {tier.duration_s:.1f}s")
+        except asyncio.CancelledError:
+            pass  # cancelled while waiting for a slot: the tier's checks of the probe skip
+        return tier
 
     async def _heartbeat(self) -> None:
         """Every `heartbeat_s` (each second for a terminal's live line): what the journeys wait on."""
@@ -228,9 +282,9 @@ class Run:
         if endpoint is not None:  # a container with no network: through a relay on its loopback
             socket_path, base = endpoint
             self.stub.add_unix_listener(socket_path)
-            url = f"{base.rstrip('/')}/t/{ctx.journey.id}"
+            url = f"{base.rstrip('/')}/t/{ctx.evidence.journey}"
         else:
-            url = self.stub.url_for(ctx.journey.id)
+            url = self.stub.url_for(ctx.evidence.journey)
         sandbox.extra_env = fill_env(self.config.model_stub.env, url)
         for text, dest in self.config.model_stub.config_files:
             await sandbox.write_home_file(dest, fill(text, url).encode())

@@ -98,6 +98,10 @@ def publish(result, args: argparse.Namespace, baseline, *, missing: list[str] | 
         outcome = apply_baseline(result, baseline)
     gate = gate_of(result, outcome, missing=missing, expect_sha=expect_sha)
     print(console.table(result, gate))
+    from acp_journeys.output.protocol_tier import console_text
+
+    if tier_text := console_text(result):  # the protocol tier: its own table and verdict
+        print("\n" + tier_text)
     if outcome is not None:
         print("")
         for message in outcome.messages:
@@ -144,8 +148,9 @@ def read_result(path: str):
 def judged(stored, path: str):
     """The verdict from the evidence; evidence that the judge cannot read is a bad file (exit 2)."""
     from acp_journeys.rules.judge import judge_result
+    from acp_journeys.rules.protocol_tier import judge_tiers
 
     try:
-        return judge_result(stored)
+        return judge_tiers(judge_result(stored))
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         raise UsageError(f"{path}: its evidence cannot be judged ({type(exc).__name__}: {exc})") from None

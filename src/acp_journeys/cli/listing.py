@@ -11,7 +11,7 @@ import argparse
 import json
 
 from acp_journeys.cli.common import EXIT_PASS
-from acp_journeys.rules import catalog
+from acp_journeys.rules import catalog, protocol_catalog
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -67,6 +67,10 @@ def list_text(docs_url: str = catalog.DEFAULT_DOCS_URL) -> str:
     kind = catalog.FAILURES["evidence-incomplete"]
     lines += ["", "On a result.json that verify judges:",
               f"  {kind.id:<30} #{kind.anchor} {kind.message} {_fix(kind.id, docs_url)}"]
+    lines += ["", "With --tier protocol (a verdict of its own, beside Rondar's; the ACP v1 spec at "
+              f"{protocol_catalog.SPEC_URL}):"]
+    for check in protocol_catalog.CHECKS:
+        lines.append(f"  {check.id:<30} {check.level:<6} {check.title} ({check.anchor})")
     return "\n".join(lines)
 
 

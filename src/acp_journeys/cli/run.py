@@ -42,6 +42,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                      help="multiply the initialize/request/turn bounds (not Rondar's 10 s and 30 s rules)")
     run.add_argument("--transcripts", action="store_true", help="keep the transcripts of passing journeys too")
     run.add_argument("--strict", action="store_true", help="schema violations and stdout noise fail the journey")
+    run.add_argument("--tier", action="append", default=[], choices=("protocol",), dest="tiers",
+                     help="also run an opt-in tier with its own verdict beside Rondar's: `protocol` checks "
+                          "ACP rules the journeys do not judge (one more agent process; see docs/protocol-tier.md)")
     run.add_argument("--demo", action="store_true", help="run against the bundled reference agent")
     run.add_argument("--docs-url", default=catalog.DEFAULT_DOCS_URL, help="the base of failure links")
     run.add_argument("--env", action="append", default=[], metavar="NAME[=VALUE]",
@@ -104,6 +107,8 @@ class RunPlan:
     subject: dict[str, str] = field(default_factory=dict)
     local_demo_state: bool = False
     """A local --demo run: the reference agent keeps its sessions in a temp folder of the run."""
+    tiers: list[str] = field(default_factory=list)
+    """--tier: the opt-in tiers to run beside Rondar's journeys."""
     heartbeat_s: float = 10.0
     """How often the progress says what the journeys wait on (HEARTBEAT_ENV, for tests: 10 s)."""
 
@@ -126,7 +131,7 @@ def plan_run(args: argparse.Namespace, environ: Mapping[str, str], *, python: st
         raise UsageError("--parallel takes a whole number of 1 or more")
     if not args.timeout_scale > 0:
         raise UsageError("--timeout-scale takes a number above 0")
-    plan = RunPlan(argv=argv, journeys=journeys, image=args.image)
+    plan = RunPlan(argv=argv, journeys=journeys, image=args.image, tiers=list(dict.fromkeys(args.tiers)))
     for flag, options in (("--env", args.env), ("--setting", args.setting)):
         for option in options:
             variable_name(option, flag)
@@ -296,6 +301,7 @@ def run(args: argparse.Namespace) -> int:
         config = RunConfig(argv=argv, journeys=plan.journeys, parallel=args.parallel,
                            bounds=Bounds(scale=args.timeout_scale), strict=args.strict,
                            transcripts=args.transcripts, docs_url=args.docs_url, subject=plan.subject,
+                           tiers=plan.tiers,
                            heartbeat_s=plan.heartbeat_s,
                            model_stub=ModelStubConfig(plan.stub_env, stub_files, redactor.redact)
                            if args.model_stub else None)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from acp_journeys.cli.common import (UsageError, add_report_options, check_outputs, journey_ids, judged, load_baseline,
-                                     publish, read_result)
+from acp_journeys.cli.common import (EXIT_FAIL, EXIT_USAGE, UsageError, add_report_options, check_outputs,
+                                     journey_ids, judged, load_baseline, publish, read_result)
 from acp_journeys.output.logtext import one_line
 from acp_journeys.rules import catalog
 from acp_journeys.rules.gate import check_expected_sha, other_subject
@@ -25,6 +25,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     verify.add_argument("--expect-sha", metavar="SHA",
                         help="refuse the result (verdict REFUSED, exit 1) when it belongs to another commit "
                              "or agent image; an empty value is an error (exit 2), not a check turned off")
+    verify.add_argument("--tier", action="append", default=[], choices=("protocol",), dest="tiers",
+                        help="let a tier count for the exit code: with `protocol`, a failed MUST check of "
+                             "the protocol tier (or a file without that tier) fails")
     add_report_options(verify)
 
 
@@ -47,6 +50,14 @@ def run(args: argparse.Namespace) -> int:
     if changed:
         print(f"note: the stored verdicts of {one_line(', '.join(changed))} do not match their evidence; "
               "the verdict above is the one computed from the evidence", file=sys.stderr)
+    stored_tier = stored.tiers.protocol if stored.tiers else None
+    judged_tier = result.tiers.protocol if result.tiers else None
+    if stored_tier is not None and judged_tier is not None and \
+            [(c.id, c.verdict) for c in stored_tier.checks] != [(c.id, c.verdict) for c in judged_tier.checks]:
+        print("note: the stored verdicts of the protocol tier do not match its evidence; the tier above is the "
+              "one computed from the evidence", file=sys.stderr)
+    if "protocol" in args.tiers:
+        code = _protocol_gate(result, args.path, code)
     if expect_sha is not None:
         refused = other_subject(result, expect_sha)
         if refused is not None:
@@ -68,3 +79,22 @@ def missing_journeys(result, accepted: list[str], baseline) -> list[str]:
     listed = {e.journey for e in baseline.entries} if baseline is not None else set()
     held = {x.id for x in result.journeys}
     return [j for j in accepted if j not in held and j not in listed]
+
+
+def _protocol_gate(result, path: str, code: int) -> int:
+    """`verify --tier protocol`: a MUST failure of the tier, re-judged from its evidence, fails."""
+    from acp_journeys.rules.protocol_tier import must_failures
+
+    if result.tiers is None or result.tiers.protocol is None:
+        print(f"acp-journeys: {path} holds no protocol tier: run with --tier protocol", file=sys.stderr)
+        return code if code == EXIT_USAGE else EXIT_FAIL
+    failed = must_failures(result)
+    if failed:
+        print(f"acp-journeys: the protocol tier fails: MUST checks {one_line(', '.join(c.id for c in failed))}",
+              file=sys.stderr)
+        return code if code == EXIT_USAGE else EXIT_FAIL
+    if result.tiers.protocol.verdict != "pass":
+        print("acp-journeys: the protocol tier fails: no MUST check could be judged (see the skipped checks)",
+              file=sys.stderr)
+        return code if code == EXIT_USAGE else EXIT_FAIL
+    return code

@@ -536,6 +536,9 @@ class Agent:
             "session/load": self.load_session,
             "session/set_mode": self.set_mode,
             "session/prompt": self.prompt,
+            "session/list": self.list_sessions,
+            "session/resume": self.resume_session,
+            "session/close": self.close_session,
         }
 
     def make_wire(self) -> RpcPeer:
@@ -596,7 +599,7 @@ class Agent:
 
     def agent_capabilities(self) -> dict:
         return {"loadSession": True, "promptCapabilities": {"image": True, "embeddedContext": True},
-                "mcpCapabilities": {}}
+                "mcpCapabilities": {}, "sessionCapabilities": {"list": {}, "resume": {}, "close": {}}}
 
     def initialize(self, request_id, params: dict) -> None:
         self.wire.respond(request_id, {
@@ -611,7 +614,10 @@ class Agent:
         return {"modes": {"currentModeId": session.mode, "availableModes": MODES}}
 
     def new_session(self, request_id, params: dict) -> None:
-        session = Session(uuid.uuid4().hex, params.get("cwd") or os.getcwd())
+        if not os.path.isabs(params.get("cwd") or ""):
+            self.wire.error(request_id, INVALID_PARAMS, "cwd must be an absolute path")
+            return
+        session = Session(uuid.uuid4().hex, params["cwd"])
         self.sessions[session.id] = session
         self.session_started(session)
         self.start_mcp_servers(session, params.get("mcpServers") or [])
@@ -643,6 +649,40 @@ class Agent:
             self.wire.notify("session/update", {"sessionId": session_id, "update": update})
         self.start_mcp_servers(session, params.get("mcpServers") or [])
         self.wire.respond(request_id, self.mode_state(session))
+
+    def list_sessions(self, request_id, params: dict) -> None:
+        """session/list: the sessions of this process, those of `cwd` when it is given."""
+        cwd = params.get("cwd")
+        listed = [{"sessionId": s.id, "cwd": s.cwd} for s in self.sessions.values() if cwd in (None, s.cwd)]
+        self.wire.respond(request_id, {"sessions": listed})
+
+    def resume_session(self, request_id, params: dict) -> None:
+        """session/resume: as session/load, but the history is not replayed."""
+        session_id = params.get("sessionId") or ""
+        history = self.history_to_load(session_id)
+        if history is None:
+            self.wire.error(request_id, RESOURCE_NOT_FOUND, f"Unknown session: {session_id}")
+            return
+        old = self.sessions.pop(session_id, None)
+        if old is not None:
+            if old.turn is not None:
+                self.cancel_turn(old.turn)
+            close_mcp_servers(list(old.mcp.values()))
+        session = Session(session_id, params.get("cwd") or os.getcwd(), history)
+        self.sessions[session_id] = session
+        self.start_mcp_servers(session, params.get("mcpServers") or [])
+        self.wire.respond(request_id, self.mode_state(session))
+
+    def close_session(self, request_id, params: dict) -> None:
+        """session/close: its turn is cancelled, its MCP servers stop, and it is forgotten here."""
+        session = self.session_of(request_id, params)
+        if session is None:
+            return
+        self.sessions.pop(session.id, None)
+        if session.turn is not None:
+            self.cancel_turn(session.turn)
+        close_mcp_servers(list(session.mcp.values()))
+        self.wire.respond(request_id, {})
 
     def start_mcp_servers(self, session: Session, specs: list[dict]) -> None:
         for spec in specs:

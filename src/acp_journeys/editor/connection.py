@@ -81,6 +81,10 @@ class AgentConnection:
         self.outbox = jsonrpc.Outbox()
         self.lines = framing.LineBuffer(max_line)
         self.pending: dict[Any, tuple[str, asyncio.Future[Answer]]] = {}
+        self.answered: dict[Any, str] = {}
+        """id -> method of our requests answered so far (bounded): a second answer is told apart."""
+        self.answered_twice: list[str] = []
+        self.null_id_responses: list[float] = []
         self.waits: dict[Any, tuple[str, float, float]] = {}
         """The requests awaited now: id -> (method, since (monotonic), bound), for the heartbeat."""
         self.stdout_closed = asyncio.Event()
@@ -199,10 +203,17 @@ class AgentConnection:
 
     def _take_response(self, message: jsonrpc.Response) -> None:
         entry = self.pending.pop(message.id, None) if _hashable(message.id) else None
+        if message.id is None and len(self.null_id_responses) < ANSWERED_TWICE_LIMIT:
+            self.null_id_responses.append(self.clock.now())
+        if entry is None and _hashable(message.id) and message.id in self.answered:
+            if len(self.answered_twice) < ANSWERED_TWICE_LIMIT:
+                self.answered_twice.append(self.answered[message.id])
         if entry is None:
             self._warn("unknown-response", f"a response to an id we did not send: {_clip(message.raw, 120)!r}")
             return
         method, future = entry
+        if len(self.answered) < ANSWERED_LIMIT:
+            self.answered[message.id] = method
         if message.error is None:
             self._check("agent-response", method, message.result)
         answer = Answer(message.result, message.error, message.raw, self.clock.now())
@@ -248,6 +259,10 @@ class AgentConnection:
         self._frames += 1
         self._chars += len(text)
         self.transcript.append(Frame(at=self.clock.now(), process=self.index, direction=direction, text=text))
+
+
+ANSWERED_LIMIT = 4096
+ANSWERED_TWICE_LIMIT = 32
 
 
 def _hashable(value: Any) -> bool:

@@ -351,7 +351,8 @@ class JourneyContext:
     """What a journey script works with: its sandbox, its evidence and its agent processes."""
 
     def __init__(self, journey_id: str, sandbox: Sandbox, argv: list[str], bounds: Bounds) -> None:
-        self.journey = catalog.JOURNEYS_BY_ID[journey_id]
+        self.journey = catalog.JOURNEYS_BY_ID.get(journey_id)
+        """None for the protocol tier's probe, which is no journey of Rondar's."""
         self.sandbox = sandbox
         self.argv = argv
         self.bounds = bounds
@@ -536,6 +537,8 @@ class AgentSession:
         await stopping
         self.evidence.stderr_tail = self.conn.stderr_text()
         self.evidence.stderr_bytes = self.conn.stderr_bytes
+        self.evidence.answered_twice = list(self.conn.answered_twice)
+        self.evidence.null_id_responses = list(self.conn.null_id_responses)
 
     # --- requests ----------------------------------------------------------------------------
 
@@ -658,6 +661,7 @@ class AgentSession:
     def _notification(self, message: jsonrpc.Notification) -> None:
         if message.method != "session/update" or not isinstance(message.params, dict):
             return
+        _note_session_id(self.evidence.update_session_ids, message.params.get("sessionId"))
         update = message.params.get("update")
         if isinstance(update, dict):
             self.router.route(update, self.on_update)
@@ -687,6 +691,17 @@ class AgentSession:
             self.router.note_over("agent requests", turn.name, AGENT_REQUESTS_KEPT)
         return None, {"code": jsonrpc.METHOD_NOT_FOUND,
                       "message": f"{request.method} is not offered: the client advertised no capabilities"}
+
+
+UPDATE_SESSION_IDS_KEPT = 8
+"""Distinct sessionIds of updates kept per process (the protocol tier needs only the wrong ones)."""
+
+
+def _note_session_id(counts: dict[str, int], session_id: Any) -> None:
+    """Count the sessionId an update names, for the protocol tier (a non-string one is a wrong one)."""
+    key = session_id[:128] if isinstance(session_id, str) else f"(not a string: {type(session_id).__name__})"
+    if key in counts or len(counts) < UPDATE_SESSION_IDS_KEPT:
+        counts[key] = counts.get(key, 0) + 1
 
 
 def find_plan_switch(answer: dict[str, Any] | None) -> PlanSwitchEvidence:

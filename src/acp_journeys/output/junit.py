@@ -155,6 +155,9 @@ def junit_xml(result: RunResult, *, docs_url: str, baseline: BaselineOutcome | N
             root.set(key, str(value))
     suite.set("time", f"{total:.3f}")
     root.set("time", f"{total:.3f}")
+    from acp_journeys.output.protocol_tier import add_junit_suite
+
+    add_junit_suite(root, result, xml_text)  # the protocol tier's suite of its own, if it ran
     ET.indent(root)
     return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode").encode("utf-8") + b"\n"
 

@@ -236,6 +236,10 @@ def _blocks(result: RunResult, docs_url: str, baseline: BaselineOutcome | None,
             blocks.append("- Every check passed.\n" if j.verdict == "pass" else "- No failure was recorded.\n")
         blocks.append("\n")
 
+    from acp_journeys.output.protocol_tier import markdown_blocks
+
+    blocks += markdown_blocks(result, escape_markdown, _link)  # the protocol tier's own section, if it ran
+
     failed = [j for j in result.journeys if j.verdict != "pass"]
     tails = [(j, p) for j in failed for p in j.evidence.processes if p.stderr_tail.strip()]
     if tails:

@@ -37,8 +37,9 @@ def masked_and_judged(result: RunResult, redactor: Redactor) -> RunResult:
     """What `run` writes and reports: the masked result, judged again from its masked evidence,
     which is exactly what `verify` does with the file (so the two always agree)."""
     from acp_journeys.rules.judge import judge_result
+    from acp_journeys.rules.protocol_tier import judge_tiers
 
-    return judge_result(mask_result(result, redactor)) if redactor else result
+    return judge_tiers(judge_result(mask_result(result, redactor))) if redactor else result
 
 
 def write(result: RunResult, path: str, redactor: Redactor | None = None) -> None:
@@ -48,6 +49,8 @@ def write(result: RunResult, path: str, redactor: Redactor | None = None) -> Non
     if len(text.encode()) > MAX_RESULT_BYTES:
         result = result.model_copy(update={"journeys": [j.model_copy(update={"transcript": None})
                                                         for j in result.journeys]})
+        if result.tiers is not None and result.tiers.protocol is not None:  # the protocol tier's probe's too
+            result.tiers.protocol.probe_transcript = None
         text = dump(result, redactor) + "\n"
         if len(text.encode()) > MAX_RESULT_BYTES:
             raise ResultFileError(f"{path}: the result would be larger than {MAX_RESULT_BYTES >> 20} MiB, "

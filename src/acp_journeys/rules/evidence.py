@@ -67,6 +67,13 @@ class ProcessEvidence(_Model):
     outlived it. None when some were still alive as the window closed (the leftovers)."""
     stderr_tail: str = ""
     stderr_bytes: int = 0
+    # For the protocol tier (#26): facts the journeys see anyway, judged only by that tier.
+    update_session_ids: dict[str, int] = Field(default_factory=dict)
+    """The sessionId that each session/update named, with its count (a few distinct ids kept)."""
+    answered_twice: list[str] = Field(default_factory=list)
+    """The methods of our requests that got a second response (one entry per extra response)."""
+    null_id_responses: list[float] = Field(default_factory=list)
+    """When a response with no id (or id null) came: an answer to a notification, or to a bad line."""
 
 
 class RequestEvidence(_Model):
@@ -263,3 +270,39 @@ class RunResult(_Model):
     verdict: Literal["pass", "fail"] = "fail"
     passed: int = 0
     failed: int = 0
+    tiers: Tiers | None = None
+    """Opt-in tiers beside Rondar's verdict (`run --tier protocol`); they never change it."""
+
+
+# --- the protocol tier (#26): its own evidence and verdicts, beside Rondar's -----------------
+
+
+class TierCheck(_Model):
+    id: str
+    level: Literal["MUST", "SHOULD"]
+    verdict: Literal["pass", "fail", "warn", "skip"]
+    detail: str = ""
+    anchor: str
+    """The link to the ACP spec's section of the rule."""
+
+
+class ProtocolTier(_Model):
+    probe: JourneyEvidence | None = None
+    """The tier's own agent process: what its probe sent and what came back."""
+    probe_sent: dict[str, float] = Field(default_factory=dict)
+    """When each notification of the probe went out (they get no answer to time them by)."""
+    probe_transcript: list[Frame] | None = None
+    duration_s: float = 0.0
+    checks: list[TierCheck] = Field(default_factory=list)
+    verdict: Literal["pass", "fail"] = "fail"
+    """fail: a MUST check failed, or none could be judged. SHOULD checks warn, never fail."""
+    musts_applicable: int = 0
+    """MUST checks that applied (not skipped)."""
+    musts_passed: int = 0
+
+
+class Tiers(_Model):
+    protocol: ProtocolTier | None = None
+
+
+RunResult.model_rebuild()

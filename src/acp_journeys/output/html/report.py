@@ -36,6 +36,7 @@ from acp_journeys.output.html.htmlsafe import attr, safe_href, text
 from acp_journeys.output.html.timeline import (as_dict, as_list, as_str, cancel_latencies, frame_info,
                                           journey_timeline, num, seconds, short)
 from acp_journeys.output.html.timeline_svg import KNOWN_UPDATES, dom_id, panels, update_class
+from acp_journeys.output import protocol_tier
 from acp_journeys.output.markdown import fix_and_step
 from acp_journeys.rules.catalog import JOURNEYS_BY_ID, doc_link
 from acp_journeys.rules.evidence import RunResult
@@ -454,6 +455,7 @@ def render_html(result: RunResult | Mapping[str, Any], *, docs_url: str | None =
         + '<p class="controls"><button type="button" id="open-all">Open every journey</button> '
           '<button type="button" id="close-all">Close every journey</button></p>'
         + "".join(_journey(j, a, docs) for j, a in zip(journeys, anchors, strict=True))
+        + protocol_tier.html_section(data)
         + f'</main><footer>acp-journeys {text(as_str(data.get("tool_version"), "?"))} · made from result.json alone; '
           "it loads nothing from the network.</footer>"
         f"<script>{script}</script></body></html>\n")
