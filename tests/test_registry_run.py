@@ -18,6 +18,7 @@ from registry_fixtures import FAILING_FIXTURE, HOSTILE_NAME, MISSING_NPM_PACKAGE
 
 from acp_journeys.cli import main
 from acp_journeys.rules.catalog import JOURNEY_IDS
+from acp_journeys.rules.protocol_catalog import CHECKS
 
 
 def registry_run(tmp_path: Path, *extra: str) -> tuple[int, dict[str, Any], Path]:
@@ -55,6 +56,12 @@ def check_rows(summary: dict[str, Any], out: Path, source: Path) -> None:
         "npm is not on PATH")
     assert rows["bad-entry"]["reason"] == "no distribution (npx, uvx or binary)"
     assert rows["reference"]["name"] == HOSTILE_NAME and rows["reference"]["kind"] == "binary"
+    # The protocol column: each run also ran the tier; the conforming agent meets every MUST that
+    # applies (all of them: it advertises list, resume and close), as the tier's judge counts them.
+    musts = sum(1 for c in CHECKS if c.level == "MUST")
+    assert rows["reference"]["protocol"] == {"passed": musts, "applicable": musts}
+    assert rows["failing"]["protocol"]["applicable"] >= 1
+    assert all(rows[i]["protocol"] is None for i in ("bad-sha", "escape", "missing-package", "bad-entry"))
     assert summary["journeys"] == {j: (2 if j != "follow-up-after-restart" else 1) for j in JOURNEY_IDS}
     assert summary["counts"] == {"ran": 2, "needs-login": 1, "not-installed": 3, "bad-entry": 1, "run-error": 0}
     for agent in ("reference", "failing", "needs-login"):
@@ -136,3 +143,26 @@ def test_registry_over_the_fixture_entries_in_docker_mode(tmp_path: Path, runner
     ref = json.loads((out / "agents" / "reference" / "result.json").read_text())
     assert ref["launch"]["kind"] == "docker" and ref["launch"]["agent_dir"] == "/agent"
     assert ref["agent_command"] == ["/agent/reference_agent.py"]
+
+
+def test_the_protocol_column_is_judged_again_from_the_evidence(tmp_path: Path) -> None:
+    """A result whose stored tier says every MUST passed, though its evidence shows a failed one:
+    the dashboard's column counts what the tier's judge says, as verify does."""
+    from conftest import reference_agent, run_journeys
+
+    from acp_journeys.output.registry_summary import agent_row
+
+    folder = tmp_path / "agents" / "fs-asker"
+    folder.mkdir(parents=True)
+    outcome = run_journeys(reference_agent("asks-client-fs"), tmp_path, "--tier", "protocol",
+                           "--journey", "turn-to-end", "-o", str(folder / "result.json"),
+                           output="agents/fs-asker/result.json")
+    assert outcome.result is not None, outcome.stderr
+    judged = agent_row(folder)["protocol"]
+    assert judged["passed"] < judged["applicable"]
+    data = outcome.result
+    for check in data["tiers"]["protocol"]["checks"]:
+        check["verdict"] = "pass" if check["verdict"] == "fail" else check["verdict"]
+    data["tiers"]["protocol"]["musts_passed"] = data["tiers"]["protocol"]["musts_applicable"]
+    (folder / "result.json").write_text(json.dumps(data))
+    assert agent_row(folder)["protocol"] == judged

@@ -81,16 +81,18 @@ def agent_row(folder: Path) -> dict[str, Any]:
         row["status"] = "needs-login"
         word = status.get("login_row") if isinstance(status.get("login_row"), str) else ""
         row["reason"] = f"{word}: {login}" if word else login
-    row["protocol"] = protocol_tier(result_path)
+    row["protocol"] = protocol_tier(result)
     return row
 
 
 def _judged(path: Path):
     from acp_journeys.output import result_file
     from acp_journeys.rules.judge import judge_result
+    from acp_journeys.rules.protocol_tier import judge_tiers
 
     try:
-        return judge_result(result_file.read(str(path)))
+        # The journeys and the protocol tier, both judged again from the evidence, as verify does.
+        return judge_tiers(judge_result(result_file.read(str(path))))
     except result_file.ResultFileError as exc:
         raise SummaryError(f"result.json: {exc}".replace(str(path), "result.json")) from None
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
@@ -113,20 +115,13 @@ def login_message(result) -> str | None:
     return None
 
 
-def protocol_tier(path: Path) -> dict[str, int] | None:
-    """MUSTs passed of those that apply, when the result has a protocol tier (`tiers.protocol`)."""
-    from acp_journeys.output.bounded_file import MAX_RESULT_BYTES
-
-    try:
-        data = json.loads(read_bounded(str(path), MAX_RESULT_BYTES, "result.json"))
-    except (UnreadableFile, ValueError, UnicodeDecodeError, RecursionError):
+def protocol_tier(result) -> dict[str, int] | None:
+    """MUSTs passed of those that apply, when the result has a protocol tier (`tiers.protocol`),
+    as the tier's own judge counts them (a MUST met with a warning is met)."""
+    tier = result.tiers.protocol if result.tiers else None
+    if tier is None:
         return None
-    tier = data.get("tiers", {}).get("protocol") if isinstance(data.get("tiers"), dict) else None
-    checks = tier.get("checks") if isinstance(tier, dict) else None
-    if not isinstance(checks, list):
-        return None
-    musts = [c for c in checks if isinstance(c, dict) and c.get("level") == "MUST" and c.get("verdict") != "skip"]
-    return {"passed": sum(1 for c in musts if c.get("verdict") == "pass"), "applicable": len(musts)}
+    return {"passed": tier.musts_passed, "applicable": tier.musts_applicable}
 
 
 def build_summary(folder: str, *, tool_version: str, date: str, previous: dict | None = None) -> dict[str, Any]:

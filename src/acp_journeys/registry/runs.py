@@ -22,7 +22,7 @@ from acp_journeys.editor.session import Bounds
 from acp_journeys.registry.install import Installed
 from acp_journeys.registry.recipes import Recipe
 from acp_journeys.registry.source import Entry
-from acp_journeys.runner import journey_bound
+from acp_journeys.runner import journey_bound, probe_bound
 
 AGENT_MOUNT = "/agent"
 """Where docker mode mounts the install folder (run's --agent-dir), read-only."""
@@ -36,6 +36,8 @@ class RunOptions:
     timeout_scale: float = 1.0
     parallel: int | None = None
     journeys: list[str] | None = None
+    protocol_tier: bool = True
+    """--tier protocol: the dashboard's protocol column (MUSTs passed of those that apply)."""
 
 
 def run_args(entry: Entry, installed: Installed, recipe: Recipe, options: RunOptions,
@@ -48,6 +50,8 @@ def run_args(entry: Entry, installed: Installed, recipe: Recipe, options: RunOpt
         args += ["--journey", journey]
     if options.parallel:
         args += ["--parallel", str(options.parallel)]
+    if options.protocol_tier:
+        args += ["--tier", "protocol"]
     # The entry's env is its author's (a model name, a mode): no secret; the recipe's win.
     settings = {k: v for k, v in installed.env.items() if k not in recipe.env}
     settings.update(recipe.settings)
@@ -73,7 +77,9 @@ def run_bound(options: RunOptions) -> float:
     """The whole run's bound: each journey has its own; with --parallel N they run in waves."""
     count = len(options.journeys or []) or 7
     waves = -(-count // options.parallel) if options.parallel else 1
-    return journey_bound(Bounds(scale=options.timeout_scale)) * waves + 120
+    bounds = Bounds(scale=options.timeout_scale)
+    probe = probe_bound(bounds) if options.protocol_tier else 0
+    return journey_bound(bounds) * waves + probe + 120
 
 
 @dataclass
