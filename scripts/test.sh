@@ -15,9 +15,26 @@ chromium="$(scripts/setup-chromium.sh)"; [ -z "$chromium" ] || export ACP_JOURNE
 vibe_acp="$(scripts/setup-vibe.sh)"; [ -z "$vibe_acp" ] || export ACP_JOURNEYS_VIBE_ACP="$vibe_acp"
 claude_acp="$(scripts/setup-claude-acp.sh)"; [ -z "$claude_acp" ] || export ACP_JOURNEYS_CLAUDE_ACP="$claude_acp"
 agentao="$(scripts/setup-agentao.sh)"; [ -z "$agentao" ] || export ACP_JOURNEYS_AGENTAO="$agentao"
+# With no test named (no test file or folder among the arguments, as .ci/run passes), the two fixture tables run apart, their
+# cases $ACP_JOURNEYS_TABLE_WORKERS at once (pytest-xdist, default 3): a case mostly waits out
+# Rondar's own bounds (10 s to exit, 30 s to cancel), and its verdict must not depend on load
+# (the soak runs them so, beside other suites). The rest of the suite stays serial.
+tables=(tests/test_fixture_verdicts.py tests/test_fixture_verdicts_docker.py)
+named=0
+for arg in "$@"; do case "$arg" in -*) ;; *) [ ! -e "${arg%%::*}" ] || named=1 ;; esac; done
 set +e
-.venv/bin/python -m pytest "$@"
-code=$?
+if [ "$named" = 1 ]; then
+  .venv/bin/python -m pytest "$@"
+  code=$?
+else
+  .venv/bin/python -m pytest "$@" "${tables[@]/#/--ignore=}"
+  code=$?
+  .venv/bin/python -m pytest "$@" -n "${ACP_JOURNEYS_TABLE_WORKERS:-3}" "${tables[@]}"
+  table_code=$?
+  echo "test: the fixture tables exited $table_code" >&2
+  # 5 (no test collected) in either half is a failure too.
+  [ "$code" != 0 ] || code=$table_code
+fi
 set -e
 if [ "$code" = 5 ]; then
   echo "test: pytest collected no test" >&2
