@@ -66,6 +66,22 @@ def reference_agent(*defects: str) -> list[str]:
     return [sys.executable, str(path)]
 
 
+def live_processes_below(pid: int, marker: str) -> list["psutil.Process"]:
+    """The live (not zombie) processes below pid whose command line holds marker. A process may
+    end between listing and reading it (the run reaps its holders as they go): such a one is
+    not live, never an error of the test."""
+    import psutil
+
+    found = []
+    for proc in psutil.Process(pid).children(recursive=True):
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE and marker in " ".join(proc.cmdline()):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
 def fixture_names() -> list[str]:
     """Every fixture agent, by its defect's name ("a+b" for a combination)."""
     return sorted(p.stem for p in FIXTURE_AGENTS.glob("*.py") if not p.name.startswith("_"))

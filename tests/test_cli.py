@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import ROOT, reference_agent, run_cli, run_journeys
+from conftest import ROOT, live_processes_below, reference_agent, run_cli, run_journeys
 
 from acp_journeys.rules import catalog
 
@@ -134,8 +134,7 @@ def test_a_signal_mid_run_writes_a_partial_result_and_leaves_nothing(tmp_path, s
         env={**os.environ, "ACP_REFERENCE_AGENT_STATE": str(tmp_path / "s")})
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        kids = psutil.Process(proc.pid).children(recursive=True)
-        if sum("hang-turn.py" in " ".join(k.cmdline()) for k in kids if _alive(k)) >= 7:
+        if len(live_processes_below(proc.pid, "hang-turn.py")) >= 7:
             break
         time.sleep(0.2)
     agents = [k for k in psutil.Process(proc.pid).children(recursive=True) if _alive(k)]

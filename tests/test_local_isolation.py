@@ -15,10 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
-from conftest import reference_agent, run_journeys
+from conftest import live_processes_below, reference_agent, run_journeys
 
 DUMP = 'env -0 > "$ACPJ_DUMP/$$.env"; exec "$0" "$@"'
 JOURNEY_FOLDERS = ("TMPDIR", "XDG_RUNTIME_DIR", "XDG_CACHE_HOME", "XDG_STATE_HOME")
@@ -163,8 +162,7 @@ def test_a_stopped_run_removes_every_journey_folder(tmp_path: Path) -> None:
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "TMPDIR": str(runner_tmp)})
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        kids = psutil.Process(proc.pid).children(recursive=True)
-        if sum("hang-turn.py" in " ".join(k.cmdline()) for k in kids) >= 7:
+        if len(live_processes_below(proc.pid, "hang-turn.py")) >= 7:
             break
         time.sleep(0.2)
     time.sleep(0.5)
