@@ -1,22 +1,26 @@
 """examples/workflows/registry-nightly.yml, its own scripts run here in order: the list step over
 the fixture registry prints a matrix, each shard's step runs its agents in containers of the
 runner image (for the agents' image) and writes its agents/ folder, and the dashboard step
-builds the page from the shards' folders merged, against a previous summary. Static: a
+builds the page from the shards' folders merged, against the previous night's summary fetched
+from a loopback stand-in for GitHub's API. Static: a
 schedule, every action pinned by a full commit, no expression inside a run: script, actionlint.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 from conftest import FAST_SCALE
+from fake_github import FakeGitHub, serve
 from registry_fixtures import make_registry
 from ruamel.yaml import YAML
 
@@ -98,12 +102,30 @@ def test_the_workflows_steps_end_to_end(tmp_path: Path) -> None:
             shutil.copytree(agent, site / agent.name)
     assert sorted(p.name for p in site.iterdir()) == sorted(
         ["bad-entry", "bad-sha", "escape", "failing", "missing-package", "needs-login", "reference"])
-    previous = tmp_path / "dashboard" / "previous" / "summary.json"
-    previous.parent.mkdir()
-    previous.write_text(json.dumps({"schema": "acp-journeys/registry-summary/1", "date": "2026-12-02", "agents": [
-        {"id": "reference", "status": "ran", "journeys": {"turn-to-end": {"verdict": "fail", "failures": []}}}]}))
-    proc = bash(step("dashboard", "Build the dashboard")["run"], {"PREVIOUS": "previous/summary.json"},
-                tmp_path / "dashboard")
+    # Last night's page, as an artifact of the workflow's previous successful run, behind a real
+    # HTTP server on loopback standing in for GitHub's API.
+    last_night = json.dumps({"schema": "acp-journeys/registry-summary/1", "date": "2026-12-02", "agents": [
+        {"id": "reference", "status": "ran", "journeys": {"turn-to-end": {"verdict": "fail", "failures": []}}}]})
+    zipped = io.BytesIO()
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.writestr("summary.json", last_night)
+        archive.writestr("index.html", "<html>")
+    dashboard_step = step("dashboard", "Build the dashboard")
+    assert dashboard_step["env"] == {"GITHUB_TOKEN": "${{ github.token }}"}
+    assert workflow()["jobs"]["dashboard"]["permissions"] == {"contents": "read", "actions": "read"}
+    repo = "/repos/o/agents-nightly/actions"
+    with serve(FakeGitHub()) as fake:
+        fake.gets.update({
+            f"{repo}/workflows/registry-nightly.yml/runs": (200, {}, json.dumps({"workflow_runs": [{"id": 5}]}).encode()),
+            f"{repo}/runs/5/artifacts": (200, {}, json.dumps({"artifacts": [
+                {"id": 3, "name": "registry-dashboard", "expired": False, "size_in_bytes": 400}]}).encode()),
+            f"{repo}/artifacts/3/zip": (302, {"Location": "{url}/signed/3"}, b""),
+            "/signed/3": (200, {}, zipped.getvalue())})
+        github = {"GITHUB_API_URL": fake.url, "GITHUB_REPOSITORY": "o/agents-nightly", "GITHUB_RUN_ID": "6",
+                  "GITHUB_WORKFLOW_REF": "o/agents-nightly/.github/workflows/registry-nightly.yml@refs/heads/main",
+                  "GITHUB_TOKEN": "ghs_nightly-token"}
+        proc = bash(dashboard_step["run"], github, tmp_path / "dashboard")
+    assert "previous summary: the summary of run 5 (artifact registry-dashboard)" in proc.stdout, proc.stdout
     assert proc.returncode == 0, proc.stdout + proc.stderr
     summary = json.loads((tmp_path / "dashboard" / "site" / "summary.json").read_text())
     rows = {r["id"]: (r["status"], r["passed"]) for r in summary["agents"]}
