@@ -808,7 +808,7 @@ def test_end_to_end_the_reference_agent_passes(engine_images: None, tmp_path: Pa
         assert "login-secret-0123456789" not in Path(run.outputs["result-path"]).read_text() + run.log + run.summary
         print(f"end to end, passing agent: {seconds:.1f} s")
     finally:
-        _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
+        _cleanup_image(run.step("prepare").outputs.get("agent-image", ""))
 
 
 @pytest.mark.parametrize("fail_on_failure", ["true", "false"])
@@ -842,7 +842,7 @@ def test_end_to_end_a_failing_agent_fails_the_job_unless_told(engine_images: Non
             assert "fail-on-failure is false" in gate.log
         print(f"end to end, failing agent (fail-on-failure {fail_on_failure}): {seconds:.1f} s")
     finally:
-        _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
+        _cleanup_image(run.step("prepare").outputs.get("agent-image", ""))
 
 
 def test_end_to_end_a_baseline_turns_a_known_failure_green(engine_images: None, tmp_path: Path,
@@ -877,7 +877,7 @@ def test_end_to_end_a_baseline_turns_a_known_failure_green(engine_images: None, 
         assert "verdict: pass" in run.step("gate").log
         print(f"end to end, baseline: {seconds:.1f} s")
     finally:
-        _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
+        _cleanup_image(run.step("prepare").outputs.get("agent-image", ""))
 
 
 FILE_CONFIGURED_AGENT = """#!/usr/bin/env python3
@@ -929,7 +929,7 @@ def test_end_to_end_a_config_template_serves_a_file_configured_agent(engine_imag
             assert len(models) == len(journey["evidence"]["processes"]) and models[0]["tag"] == journey["id"]
         print(f"end to end, config template: {seconds:.1f} s")
     finally:
-        _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
+        _cleanup_image(run.step("prepare").outputs.get("agent-image", ""))
 
 
 NET_PROBE_DOCKERFILE = """ARG BASE_IMAGE
@@ -951,8 +951,8 @@ def test_end_to_end_build_network_none_builds_offline(engine_images: None, tmp_p
                              inputs={"runner-image": RUNNER_IMAGE, "agent-command": "agent --acp",
                                      "context": "probe", "build-args": f"BASE_IMAGE={BASE_IMAGE}",
                                      "build-network": build_network})
-    run = action.run(only=["prepare", "build"])
-    image = run.steps[0].outputs.get("agent-image", "")
+    run = action.run(only=["runner", "prepare", "build"])
+    image = run.step("prepare").outputs.get("agent-image", "")
     try:
         assert not run.failed, run.log
         seen = subprocess.run(["docker", "run", "--rm", "--network", "none", "--entrypoint", "cat", image,
@@ -976,7 +976,7 @@ def test_end_to_end_a_cancelled_run_stops_the_journeys_cleanly(engine_images: No
         action = CompositeAction(ROOT, env=job_env(workspace, temp, GITHUB_SHA=SHA), github={"token": TOKEN},
                                  inputs={"runner-image": RUNNER_IMAGE, "image": image, "journeys": "turn-to-end",
                                          "agent-command": "python3 /agent/hang-turn.py"})
-        before = action.run(only=["prepare", "build", "runner"])
+        before = action.run(only=["runner", "prepare", "build"])
         assert not before.failed, before.log
         with tempfile.TemporaryDirectory(dir=temp) as tmp:
             proc = action.start_step("run", {s.id: s for s in before.steps}, tmp, stdout=subprocess.PIPE,
@@ -1064,7 +1064,7 @@ def test_end_to_end_agent_text_starts_no_workflow_command(engine_images: None, t
         assert any(c.startswith("::stop-commands::") for c in workflow_commands(run.step("run").log))
         assert "::error::ACP journeys failed" in "\n".join(workflow_commands(run.step("gate").log))
     finally:
-        _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
+        _cleanup_image(run.step("prepare").outputs.get("agent-image", ""))
 
 
 def test_the_release_gate_obeys_no_workflow_command_of_the_agent(engine_images: None, tmp_path: Path) -> None:

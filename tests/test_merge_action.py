@@ -69,7 +69,7 @@ def test_merge_action_steps() -> None:
             assert "${{" not in step["run"]
             assert step["run"].startswith('exec bash "$ACPJ_ACTION_PATH/action/steps.sh" '), step["run"]
             assert step["env"]["ACPJ_ACTION_PATH"] == "${{ github.action_path }}/.."
-    download = steps[1]["with"]
+    download = steps[2]["with"]
     assert download == {"pattern": "${{ inputs.pattern }}", "path": "${{ steps.prepare.outputs.download-path }}"}
     assert meta["inputs"]["artifact-name"]["default"] == "acp-journeys-result"  # what the release gate reads
     assert set(meta["outputs"]) == set(load_yaml(ROOT / "action.yml")["outputs"])
