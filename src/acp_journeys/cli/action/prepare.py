@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from acp_journeys.cli.action.inputs import (InputError, Inputs, annotate, path_of, say, set_outputs,
                                             workspace_file, write_args)
+from acp_journeys.cli import run as run_cli
 from acp_journeys.cli.common import UsageError
 
 # Which input a message of `plan_run` is about, by the option it names (the first that matches).
@@ -44,11 +45,9 @@ class Prepared:
     run_cli: list[str] = field(default_factory=list)
 
 
-def check_run_inputs(inp: Inputs, environ: Mapping[str, str], image: str) -> tuple[list[str], list[str], object]:
-    """The inputs of the run, through `plan_run`: (the run's options with no env value, the
-    same with the values, the plan). Files are not looked at here."""
-    from acp_journeys.cli import run as run_cli
-
+def check_run_inputs(inp: Inputs, environ: Mapping[str, str], image: str) -> tuple[list[str], run_cli.RunPlan]:
+    """The inputs of the run, through `plan_run`: (the run's options and command, with the env
+    input's names only, no value; the plan). Files are not looked at here."""
     options: list[str] = ["--image", image]
     for id_ in inp.journeys():
         options += ["--journey", id_]
@@ -94,7 +93,7 @@ def check_run_inputs(inp: Inputs, environ: Mapping[str, str], image: str) -> tup
         raise InputError(name, message) from None
     except SystemExit:
         raise UsageError("internal: the action's inputs made a command line that `acp-journeys run` refuses") from None
-    return named + ["--", *argv], valued, plan
+    return named + ["--", *argv], plan
 
 
 def prepare(environ: Mapping[str, str]) -> Prepared:
@@ -106,12 +105,12 @@ def prepare(environ: Mapping[str, str]) -> Prepared:
         inp.text(name)
     inp.flag("fail-on-failure", True)
     inp.flag("post-check", True)
-    named, _, plan = check_run_inputs(inp, environ, image or "agent")
-    values = {**plan.stub_env, **plan.settings}  # type: ignore[attr-defined]
+    named, plan = check_run_inputs(inp, environ, image or "agent")
+    values = {**plan.stub_env, **plan.settings}
     settings = [f"{n}={values[n]}" for n in dict.fromkeys(line.partition("=")[0] for line in inp.lines("settings"))]
     mounts: list[str] = []
     logins: list[str] = []
-    for source, dest in plan.logins:  # type: ignore[attr-defined]
+    for source, dest in plan.logins:
         if not source:
             raise InputError("login", f"a line has no source ({source}:{dest})")
         path = path_of(source, workspace, home)
@@ -121,8 +120,7 @@ def prepare(environ: Mapping[str, str]) -> Prepared:
             raise InputError("login", f"{path}: a path with a comma cannot be mounted")
         mounts += ["-v", f"{path}:{path}:ro"]
         logins.append(path + (f":{dest}" if dest else ""))
-    templates = [(workspace_file("model-stub-config-templates", s, workspace, home), d)
-                 for s, d in plan.stub_templates]  # type: ignore[attr-defined]
+    templates = [(workspace_file("model-stub-config-templates", s, workspace, home), d) for s, d in plan.stub_templates]
     baseline = inp.text("baseline")
     baseline_file = workspace_file("baseline", baseline, workspace, home) if baseline else ""
     build = None if image else build_args(inp, environ, workspace, home)
