@@ -1,9 +1,12 @@
-"""The GitHub Action: action.yml, its shell steps (action/steps.sh), our workflows and the examples.
+"""The GitHub Action: action.yml, its shell (action/steps.sh), our workflows and the examples.
 
 - Static: actionlint and the GitHub JSON schemas (check-jsonschema's built-in copies, offline) on
-  action.yml and every workflow; no `${{` inside a `run:`; the inputs and outputs of the issue.
-- The shell steps with a fake `docker` on PATH (fast, no engine): how inputs become options, that
-  env values never reach a command line, which runner image is used, the exit codes.
+  action.yml and every workflow; no `${{` inside a `run:`, each a one-line `exec`; the inputs and
+  outputs of the issue.
+- The shell with a fake `docker` on PATH (fast, no engine; it runs the real `acp-journeys action
+  prepare` on the host): which docker parameters each step takes from prepare, that env values
+  never reach a command line, which runner image is used, the pause, the exit codes. The inputs'
+  rules and the jobs themselves are tested in-process in tests/test_action_jobs.py.
 - End to end on the real engine: the composite's steps run as GitHub runs them (tests/action_harness.py)
   in a temp GITHUB_WORKSPACE holding an agent repo, with a loopback HTTP server standing in for
   the GitHub API: the agent image is built, the runner image runs it, result.json is where the
