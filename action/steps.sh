@@ -4,17 +4,17 @@
 # every docker parameter made, by `acp-journeys action JOB` in the runner image
 # (src/acp_journeys/cli/action/): this script takes them from its outputs and the work folder.
 #
-#   steps.sh runner         the runner image: the input's (local, else pulled), else the release's
-#                           digest or the ref's tag (pulled), else built from the action's Dockerfile
-#   steps.sh prepare        `action prepare` (merge-prepare: the merge action's); outputs work, ...
-#   steps.sh build          build the agent image with prepare's arguments (or pull the given image)
-#   steps.sh run            `action run`, with the engine's socket; report, gate, merge likewise
-#   steps.sh cleanup        remove every container, volume and network of this job's run
+#   steps.sh runner     the runner image: the input's (local, else pulled), else the release's digest
+#                       or the ref's tag (pulled), else built from the action's Dockerfile
+#   steps.sh prepare    `action prepare` in it (merge-prepare: the merge action's); outputs work, ...
+#   steps.sh build      build the agent image with prepare's arguments (or pull the given image)
+#   steps.sh run        `action run` with the engine's socket; report, gate and merge likewise, without
+#   steps.sh cleanup    remove every container, volume and network of this job's run
 #
 # Rules: inputs only as environment variables, never spliced into code; nothing eval'ed. Output
-# that may hold the agent's text runs under a stop-commands pause with a random token. Every
-# runner container runs as the calling user, bounded, labelled; only the run's gets the socket.
-# Exit codes: 0, or 1 for a failed gate, or 2 for bad inputs and a run that could not be done.
+# that may hold the agent's text runs under a stop-commands pause with a random token. Runner
+# containers run as the calling user, bounded, labelled. Exit codes: 0, or 1 for a failed gate,
+# or 2 for bad inputs and a run that could not be done.
 set -euo pipefail
 
 DEFAULT_RUNNER_REPO="rondar/acp-journeys"
@@ -89,13 +89,13 @@ github_file_mount() {
     FILE_MOUNTS+=(-v "$path:$path:$2" -e "$1")
 }
 
+# The step's output runner-image=$1, after saying $2.
+found() { say "$2"; printf 'runner-image=%s\n' "$1" >>"${GITHUB_OUTPUT:-/dev/stdout}"; }
 step_runner() {
     local candidate=${ACPJ_RUNNER_IMAGE:-} repo=${ACPJ_ACTION_REPOSITORY:-} ref=${ACPJ_ACTION_REF:-} line=""
     # The workflow's own choice: a local image of that name is what it means.
     if [ -n "$candidate" ] && docker image inspect "$candidate" >/dev/null 2>&1; then
-        say "runner image $candidate (already here)"
-        printf 'runner-image=%s\n' "$candidate" >>"${GITHUB_OUTPUT:-/dev/stdout}"
-        return 0
+        found "$candidate" "runner image $candidate (already here)" && return 0
     fi
     if [ -z "$candidate" ]; then
         # The digest that the release wrote into this copy (action/runner-image), else the tag of
@@ -116,16 +116,13 @@ step_runner() {
     fi
     if [ -n "$candidate" ]; then
         say "pulling the runner image $candidate"
-        if docker pull --quiet "$candidate"; then
-            printf 'runner-image=%s\n' "$candidate" >>"${GITHUB_OUTPUT:-/dev/stdout}"
-            return 0
-        fi
+        docker pull --quiet "$candidate" && found "$candidate" "pulled $candidate" && return 0
         warn "cannot pull the runner image $candidate: building it from the action's Dockerfile instead"
     fi
     [ -f "${ACPJ_ACTION_PATH:-}/Dockerfile" ] || die "no Dockerfile in the action's folder ${ACPJ_ACTION_PATH:-} to build the runner image from"
     say "building the runner image $LOCAL_RUNNER_TAG from the action's Dockerfile"
     docker build -t "$LOCAL_RUNNER_TAG" "$ACPJ_ACTION_PATH" || die "the runner image did not build: see the output above"
-    printf 'runner-image=%s\n' "$LOCAL_RUNNER_TAG" >>"${GITHUB_OUTPUT:-/dev/stdout}"
+    found "$LOCAL_RUNNER_TAG" "built $LOCAL_RUNNER_TAG"
 }
 
 # prepare or merge-prepare: the inputs, checked in the runner image, with the workspace, the
@@ -208,22 +205,27 @@ step_run() {
     exit "$code"
 }
 
-# The report's runner container reads result.json, which the agent may have shaped: no socket,
-# and the host's network only when prepare said the GitHub API is on loopback.
-step_report() {
-    local work=${ACPJ_WORK:-} var code=0
-    if [ -z "$work" ] || [ ! -f "$work/result.json" ]; then warn "no result.json: nothing to report (see the earlier steps)"; return 0; fi
-    if [ -z "${ACPJ_RUNNER_IMAGE:-}" ]; then warn "no runner image: nothing to report"; return 0; fi
-    runner_args "$work"
+# `acp-journeys action $1 WORK` in a runner container of network $2, with no socket (result.json
+# may be the agent's), the step's ACPJ_* variables, and ENV_OPTS and FILE_MOUNTS as the step set them.
+in_runner() {
     pass_env 'ACPJ_*'
+    docker run "${RUNNER[@]}" -w "$ACPJ_WORK" --network "$2" "${FILE_MOUNTS[@]}" "${ENV_OPTS[@]}" \
+        "$ACPJ_RUNNER_IMAGE" action "$1" "$ACPJ_WORK"
+}
+
+# The report: the host's network only when prepare said the GitHub API is on loopback.
+step_report() {
+    local var code=0
+    if [ -z "${ACPJ_WORK:-}" ] || [ ! -f "$ACPJ_WORK/result.json" ]; then warn "no result.json: nothing to report (see the earlier steps)"; return 0; fi
+    if [ -z "${ACPJ_RUNNER_IMAGE:-}" ]; then warn "no runner image: nothing to report"; return 0; fi
+    runner_args "$ACPJ_WORK"
     for var in GITHUB_API_URL GITHUB_REPOSITORY GITHUB_SHA GITHUB_EVENT_NAME GITHUB_SERVER_URL GITHUB_RUN_ID GITHUB_TOKEN; do
         [ -z "${!var:-}" ] || ENV_OPTS+=(-e "$var")
     done
     github_file_mount GITHUB_STEP_SUMMARY rw
     github_file_mount GITHUB_OUTPUT rw
     github_file_mount GITHUB_EVENT_PATH ro
-    docker run "${RUNNER[@]}" -w "$work" --network "${ACPJ_REPORT_NETWORK:-bridge}" "${FILE_MOUNTS[@]}" "${ENV_OPTS[@]}" \
-        "$ACPJ_RUNNER_IMAGE" action report "$work" || code=$?
+    in_runner report "${ACPJ_REPORT_NETWORK:-bridge}" || code=$?
     [ "$code" = 0 ] || warn "the report did not run (exit $code): no check run or job summary; the gate still judges result.json"
 }
 
@@ -235,10 +237,9 @@ step_gate() {
     fi
     need ACPJ_RUNNER_IMAGE
     runner_args "$ACPJ_WORK"
-    pass_env 'ACPJ_*'
+    ENV_OPTS+=(-e ACPJ_MESSAGES="$ACPJ_WORK/messages")
     [ -z "${GITHUB_SHA:-}" ] || ENV_OPTS+=(-e GITHUB_SHA)
-    paused docker run "${RUNNER[@]}" -w "$ACPJ_WORK" --network none "${ENV_OPTS[@]}" \
-        -e ACPJ_MESSAGES="$ACPJ_WORK/messages" "$ACPJ_RUNNER_IMAGE" action gate "$ACPJ_WORK" || code=$?
+    paused in_runner gate none || code=$?
     case $code in 0 | 1 | 2) exit "$code" ;; *) die "result.json could not be judged (exit $code)" ;; esac
 }
 
@@ -246,9 +247,8 @@ step_merge() {
     need ACPJ_WORK
     need ACPJ_RUNNER_IMAGE
     runner_args "$ACPJ_WORK"
-    pass_env 'ACPJ_*'
-    paused docker run "${RUNNER[@]}" -w "$ACPJ_WORK" --network none "${ENV_OPTS[@]}" \
-        -e ACPJ_MESSAGES="$ACPJ_WORK/messages" "$ACPJ_RUNNER_IMAGE" action merge "$ACPJ_WORK" || exit 2
+    ENV_OPTS+=(-e ACPJ_MESSAGES="$ACPJ_WORK/messages")
+    paused in_runner merge none || exit 2
 }
 
 # Whatever this job's run left, also when the runner was killed: the runner container, every
