@@ -154,7 +154,3 @@ def write_args(path: str, args: list[str]) -> None:
 def read_args(path: str) -> list[str]:
     with open(path, encoding="utf-8") as fh:
         return [a for a in fh.read().split("\0")[:-1]]
-
-
-def quoted(argv: list[str]) -> str:
-    return shlex.join(argv)
