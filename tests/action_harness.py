@@ -8,9 +8,11 @@ runs when its `if:` holds (no `if:` means no earlier step failed); the action's 
 `outputs.*.value` evaluated at the end. A `uses:` step is not run: it is recorded with its `with:`
 evaluated, for the test to check (the upload step's path, say).
 
-The expressions understood are the few that action.yml uses: `inputs.X`, `steps.ID.outputs.X`,
-`steps.ID.outcome`, `github.X`, string literals, `always()`, `success()`, `!cancelled()`, `==`, `!=`
-and `&&`. Anything else raises, so that a new expression in action.yml needs a look here too.
+The expressions understood are the few that action.yml and merge/action.yml use, all of them in
+`env:`, `with:` and `if:` (a `run:` holds none; what a step decides is `acp-journeys action`,
+tested without this stand-in): `inputs.X`, `steps.ID.outputs.X`, `steps.ID.outcome`, `github.X`,
+string literals, `always()`, `==`, `!=` and `&&`. Anything else raises, so that a new expression
+in a YAML file needs a look here too.
 """
 
 from __future__ import annotations
@@ -181,11 +183,6 @@ class CompositeAction:
         status_function = False
         for term in (t.strip() for t in expr.split("&&")):
             if term == "always()":
-                status_function = True
-            elif term == "success()":
-                status_function = True
-                result = result and not failed
-            elif term == "!cancelled()":
                 status_function = True
             elif "!=" in term or "==" in term:
                 op = "!=" if "!=" in term else "=="

@@ -1,9 +1,12 @@
-"""The GitHub Action: action.yml, its shell steps (action/steps.sh), our workflows and the examples.
+"""The GitHub Action: action.yml, its shell (action/steps.sh), our workflows and the examples.
 
 - Static: actionlint and the GitHub JSON schemas (check-jsonschema's built-in copies, offline) on
-  action.yml and every workflow; no `${{` inside a `run:`; the inputs and outputs of the issue.
-- The shell steps with a fake `docker` on PATH (fast, no engine): how inputs become options, that
-  env values never reach a command line, which runner image is used, the exit codes.
+  action.yml and every workflow; no `${{` inside a `run:`, each a one-line `exec`; the inputs and
+  outputs of the issue.
+- The shell with a fake `docker` on PATH (fast, no engine; it runs the real `acp-journeys action
+  prepare` on the host): which docker parameters each step takes from prepare, that env values
+  never reach a command line, which runner image is used, the pause, the exit codes. The inputs'
+  rules and the jobs themselves are tested in-process in tests/test_action_jobs.py.
 - End to end on the real engine: the composite's steps run as GitHub runs them (tests/action_harness.py)
   in a temp GITHUB_WORKSPACE holding an agent repo, with a loopback HTTP server standing in for
   the GitHub API: the agent image is built, the runner image runs it, result.json is where the
@@ -104,6 +107,7 @@ def test_no_run_step_holds_an_expression() -> None:
     for step in runs:
         assert "${{" not in step["run"], f"step {step.get('name')}: ${{{{ }}}} inside run:"
         assert step["run"].startswith('exec bash "$ACPJ_ACTION_PATH/action/steps.sh" '), step["run"]
+        assert len(step["run"].splitlines()) == 1  # thin: what a step decides is `acp-journeys action`
     for path in WORKFLOWS:
         for job in load_yaml(path)["jobs"].values():
             for step in job.get("steps", []):
@@ -113,7 +117,8 @@ def test_no_run_step_holds_an_expression() -> None:
 def test_action_steps_order_and_conditions() -> None:
     steps = load_yaml(ROOT / "action.yml")["runs"]["steps"]
     ids = [s.get("id") or s.get("uses") for s in steps]
-    assert ids == ["prepare", "build", "runner", "run", "upload", "report", "gate", "cleanup"]
+    # The runner image first: prepare checks the inputs in it, before minutes of building.
+    assert ids == ["runner", "prepare", "build", "run", "upload", "report", "gate", "cleanup"]
     by = {s.get("id"): s for s in steps}
     assert by["report"]["if"] == "always()" and by["gate"]["if"] == "always()" and by["cleanup"]["if"] == "always()"
     assert by["upload"]["if"].startswith("always()") and by["upload"]["uses"] == UPLOAD
@@ -288,8 +293,12 @@ def test_the_pr_check_example_gives_pull_requests_no_key_and_no_network() -> Non
 
 # --- the shell steps with a fake docker ---------------------------------------------------------------
 
+# A docker on PATH that records each call. `docker run ... IMAGE action JOB [WORK]` runs the real
+# `acp-journeys action JOB` for the jobs in FAKE_DOCKER_REAL (prepare by default), with only the
+# environment the -e options give, as a container would; the other jobs are played: `run` writes
+# a result, `gate` prints verify's table and leaves a message, each exits as the test says.
 FAKE_DOCKER = """#!{python}
-import json, os, sys
+import json, os, subprocess, sys
 args = sys.argv[1:]
 record = {{"argv": args}}
 def listed(name):
@@ -302,21 +311,39 @@ elif args[:1] == ["pull"]:
 elif args[:1] == ["build"]:
     code = int(os.environ.get("FAKE_DOCKER_BUILD_EXIT", "0"))
 elif args[:1] == ["run"]:
-    names = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-e" and "=" not in args[i + 1]]
-    record["env"] = {{n: os.environ.get(n) for n in names}}
+    env = {{}}
+    for i, a in enumerate(args[:-1]):
+        if a == "-e":
+            name, eq, value = args[i + 1].partition("=")
+            if eq:
+                env[name] = value
+            elif name in os.environ:
+                env[name] = os.environ[name]
+    record["env"] = {{n: v for n, v in env.items()}}
     images = [i for i, a in enumerate(args) if a in listed("FAKE_DOCKER_IMAGES") + listed("FAKE_DOCKER_PULLABLE")]
     cli = args[images[0] + 1:] if images else []
     record["cli"] = cli
-    if cli[:1] == ["run"]:
-        out = cli[cli.index("--output") + 1]
+    job = cli[1] if cli[:1] == ["action"] else ""
+    with open(os.environ["FAKE_DOCKER_LOG"], "a") as fh:
+        fh.write(json.dumps(record) + "\\n")
+    if job in os.environ.get("FAKE_DOCKER_REAL", "prepare,merge-prepare").split(","):
+        workdir = args[args.index("-w") + 1]
+        sys.exit(subprocess.run([sys.executable, "-m", "acp_journeys", *cli], cwd=workdir,
+                                env={{"PATH": os.environ["PATH"], **env}}).returncode)
+    if job == "run":
+        work = cli[2]
         if os.environ.get("FAKE_DOCKER_WRITE_RESULT", "1") == "1":
-            open(out, "w").write('{{"fake": true}}')
-            open(cli[cli.index("--html") + 1], "w").write("<!DOCTYPE html>fake")
+            open(work + "/result.json", "w").write('{{"fake": true}}')
+            open(work + "/result.html", "w").write("<!DOCTYPE html>fake")
         code = int(os.environ.get("FAKE_DOCKER_RUN_EXIT", "0"))
-    elif cli[:1] == ["verify"]:
-        code = int(os.environ.get("FAKE_DOCKER_VERIFY_EXIT", "0"))
-        print("verify table")
-        print(os.environ.get("FAKE_DOCKER_VERIFY_VERDICT", ""))
+    elif job == "gate":
+        code = int(os.environ.get("FAKE_DOCKER_GATE_EXIT", "0"))
+        print("verify table " + os.environ.get("FAKE_DOCKER_VERIFY_LINE", ""))
+        if os.environ.get("FAKE_DOCKER_MESSAGE"):
+            open(env["ACPJ_MESSAGES"], "a").write(os.environ["FAKE_DOCKER_MESSAGE"] + "\\n")
+    elif job == "report":
+        code = int(os.environ.get("FAKE_DOCKER_REPORT_EXIT", "0"))
+    sys.exit(code)
 with open(os.environ["FAKE_DOCKER_LOG"], "a") as fh:
     fh.write(json.dumps(record) + "\\n")
 sys.exit(code)
@@ -379,11 +406,12 @@ class FakeSteps:
         return StepOutcome(proc.returncode, proc.stdout + proc.stderr, parse_github_output(output.read_text()), calls)
 
     def prepared(self, **env: str) -> dict[str, str]:
-        out = self("prepare", ACPJ_AGENT_COMMAND="agent --acp", **env)
+        out = self("prepare", ACPJ_RUNNER_IMAGE="runner:test", ACPJ_AGENT_COMMAND="agent --acp", **env)
         assert out.code == 0, out.log
         return {"ACPJ_WORK": out.outputs["work"], "ACPJ_RESULT_PATH": out.outputs["result-path"],
-                "ACPJ_HTML_PATH": out.outputs["html-path"], "ACPJ_AGENT_IMAGE": "agent:test",
-                "ACPJ_RUNNER_IMAGE": "runner:test"}
+                "ACPJ_HTML_PATH": out.outputs["html-path"], "ACPJ_AGENT_IMAGE": out.outputs["agent-image"],
+                "ACPJ_RUNNER_NAME": out.outputs["runner-name"], "ACPJ_RUNNER_IMAGE": "runner:test",
+                "ACPJ_REPORT_NETWORK": out.outputs["report-network"]}
 
 
 @pytest.fixture
@@ -393,98 +421,56 @@ def fake(tmp_path: Path) -> Iterator[FakeSteps]:
     steps.close()
 
 
-def test_prepare_makes_the_work_folder_and_the_agent_image_name(fake: FakeSteps) -> None:
-    out = fake("prepare", ACPJ_AGENT_COMMAND="agent --acp")
-    assert out.code == 0, out.log
-    work = Path(out.outputs["work"])
-    assert work.is_dir() and work.parent == fake.temp
-    assert out.outputs["result-path"] == str(work / "result.json")
-    assert out.outputs["html-path"] == str(work / "result.html")
-    assert out.outputs["agent-image"].startswith(f"acp-journeys-agent:{SHA[:12]}-")
-    assert out.calls == []  # nothing reaches docker before the build step
-    custom = fake("prepare", ACPJ_AGENT_COMMAND="agent", ACPJ_RESULT_PATH="out/result.json", ACPJ_IMAGE="mine:1")
-    assert custom.outputs["result-path"] == str(fake.workspace / "out" / "result.json")
-    assert custom.outputs["html-path"] == str(fake.workspace / "out" / "result.html")
-    assert (fake.workspace / "out").is_dir() and custom.outputs["agent-image"] == "mine:1"
-
-
-@pytest.mark.parametrize("env,message", [
-    ({"ACPJ_AGENT_COMMAND": "  "}, "input agent-command is empty"),
-    ({"ACPJ_AGENT_COMMAND": "agent 'unclosed"}, "cannot be split into words: unmatched single quote"),
-    ({"ACPJ_ENV": "not a name=1"}, "input env: a line is not NAME or NAME=VALUE"),
-    ({"ACPJ_ENV": "PATH=/agent/bin"}, "input env: PATH cannot be passed"),
-    ({"ACPJ_ENV": "ACP_JOURNEYS_SHARED_DIR=/x"}, "ACP_JOURNEYS_SHARED_DIR cannot be passed"),
-    ({"ACPJ_ENV": "UNSET_IN_STEP"}, "UNSET_IN_STEP is not set in the step's environment"),
-    ({"ACPJ_LOGIN": "missing.json"}, "missing.json does not exist"),
-    ({"ACPJ_JOURNEYS": "turn-to-end;rm"}, "input journeys: 'turn-to-end;rm' is not a journey id"),
-    ({"ACPJ_NETWORK": "maybe"}, "input network: expected true or false, got 'maybe'"),
-    ({"ACPJ_MODEL_STUB": "perhaps"}, "input model-stub: expected true or false, got 'perhaps'"),
-    ({"ACPJ_FAIL_ON_FAILURE": "sometimes"}, "input fail-on-failure: expected true or false"),
-    ({"ACPJ_POST_CHECK": "later"}, "input post-check: expected true or false, got 'later'"),
-    ({"ACPJ_BUILD_ARGS": "=x"}, "input build-args: a line is not NAME=VALUE"),
-    ({"ACPJ_BUILD_NETWORK": "host"}, "input build-network: expected default or none, got 'host'"),
-    ({"ACPJ_CONTEXT": "nowhere"}, "input context: "),
-    ({"ACPJ_DOCKERFILE": "agent/Dockerfile"}, "no Dockerfile at"),
-    ({"ACPJ_RESULT_PATH": "a\nb"}, "input result-path: must be one line"),
-    ({"ACPJ_TIMEOUT_SCALE": "fast"}, "input timeout-scale: expected a number above 0 (like 2 or 1.5), got 'fast'"),
-    ({"ACPJ_TIMEOUT_SCALE": "0"}, "input timeout-scale: expected a number above 0"),
-    ({"ACPJ_TIMEOUT_SCALE": "-2"}, "input timeout-scale: expected a number above 0"),
-    ({"ACPJ_PARALLEL": "0"}, "input parallel: expected a whole number of 1 or more, got '0'"),
-    ({"ACPJ_PARALLEL": "2.5"}, "input parallel: expected a whole number of 1 or more"),
-    ({"ACPJ_STRICT": "very"}, "input strict: expected true or false, got 'very'"),
-    ({"ACPJ_TIER": "rondar"}, "input tier: expected protocol or nothing, got 'rondar'"),
-    ({"ACPJ_SETTINGS": "not a name=1"}, "input settings: a line is not NAME or NAME=VALUE"),
-    ({"ACPJ_SETTINGS": "UNSET_IN_STEP"}, "input settings: UNSET_IN_STEP is not set in the step's environment"),
-    ({"ACPJ_SETTINGS": "API_KEY=x", "ACPJ_ENV": "API_KEY=y"}, "input settings: API_KEY is in the env input too"),
-    ({"ACPJ_BASELINE": "no-such-baseline.yml"}, "input baseline: "),
-    ({"ACPJ_BASELINE": "/etc/hostname"}, "input baseline: /etc/hostname is not in the workspace"),
-    ({"ACPJ_MODEL_STUB": "true", "ACPJ_CONFIG_TEMPLATES": "Dockerfile"}, "input model-stub-config-templates: a line is not SRC:DEST"),
-    ({"ACPJ_MODEL_STUB": "true", "ACPJ_CONFIG_TEMPLATES": "Dockerfile:/etc/agent.toml"}, "must be a path inside the agent's home"),
-    ({"ACPJ_MODEL_STUB": "true", "ACPJ_CONFIG_TEMPLATES": "Dockerfile:.config/../../x"}, "must be a path inside the agent's home"),
-    ({"ACPJ_MODEL_STUB": "true", "ACPJ_CONFIG_TEMPLATES": "missing.toml:.config/a.toml"}, "is not a file"),
-    ({"ACPJ_MODEL_STUB": "true", "ACPJ_CONFIG_TEMPLATES": "../outside.toml:.config/a.toml"}, "is not in the workspace"),
-    ({"ACPJ_CONFIG_TEMPLATES": "Dockerfile:.config/a.toml"}, "set model-stub: true"),
-])
-def test_prepare_rejects_bad_inputs_before_any_build(fake: FakeSteps, env: dict[str, str], message: str) -> None:
-    out = fake("prepare", **{"ACPJ_AGENT_COMMAND": "agent --acp", **env})
-    assert out.code == 2, out.log
-    assert "::error::" in out.log and message in out.log, out.log
-    assert out.outputs == {} and out.calls == []
-    assert list(fake.temp.iterdir()) == []
-
-
-def test_run_turns_the_inputs_into_options(fake: FakeSteps) -> None:
-    (fake.workspace / "auth.json").write_text("{}")
-    (Path(fake.base["HOME"]) / ".agentrc").write_text("x")
-    env = fake.prepared()
-    out = fake("run", **env,
-               ACPJ_AGENT_COMMAND="""node "/agent/my dir/cli.js" --acp --name 'a b' --glob '*' x\\ y""",
-               ACPJ_JOURNEYS="turn-to-end, image-and-file\nstop-running-turn",
-               ACPJ_NETWORK="true", ACPJ_MODEL_STUB="true", ACPJ_DOCS_URL="https://example.test/doc",
-               ACPJ_LOGIN="auth.json:/root/.config/agent/auth.json\n\n# a comment\n~/.agentrc",
-               ACPJ_ENV="API_KEY=s3cr3t value=with=equals\nFROM_STEP\n  # comment\n",
-               FROM_STEP="from the step")
+def test_prepare_runs_in_the_runner_image_with_no_network_and_no_socket(fake: FakeSteps) -> None:
+    """The inputs are checked by `acp-journeys action prepare` (tests/test_action_jobs.py) in the
+    runner image: the workspace and the temp folder at their own paths, the home read-only, the
+    step's variables passed by name; the outputs land in the step's GITHUB_OUTPUT."""
+    out = fake("prepare", ACPJ_RUNNER_IMAGE="runner:test", ACPJ_AGENT_COMMAND="agent --acp",
+               ACPJ_ENV="FROM_STEP", FROM_STEP="from the step")
     assert out.code == 0, out.log
     [call] = out.call("run")
-    argv, cli = call["argv"], call["cli"]
-    assert cli[cli.index("--") + 1:] == ["node", "/agent/my dir/cli.js", "--acp", "--name", "a b", "--glob", "*", "x y"]
-    assert cli[:5] == ["run", "--image", "agent:test", "--output", f"{env['ACPJ_WORK']}/result.json"]
-    head = cli[:cli.index("--")]
-    assert [head[i + 1] for i, a in enumerate(head) if a == "--journey"] == [
-        "turn-to-end", "image-and-file", "stop-running-turn"]
-    assert "--network" in head and "--model-stub" in head and head[head.index("--subject-sha") + 1] == SHA
-    assert head[head.index("--docs-url") + 1] == "https://example.test/doc"
-    assert head[head.index("--html") + 1] == f"{env['ACPJ_WORK']}/result.html"
-    assert [head[i + 1] for i, a in enumerate(head) if a == "--env"] == ["API_KEY", "FROM_STEP"]
-    assert [head[i + 1] for i, a in enumerate(head) if a == "--login"] == [
-        f"{fake.workspace}/auth.json:/root/.config/agent/auth.json", f"{fake.base['HOME']}/.agentrc"]
+    argv = call["argv"]
+    opts = argv[:argv.index("runner:test")]
+    assert call["cli"] == ["action", "prepare"]
+    assert opts[opts.index("--network") + 1] == "none" and not any("docker.sock" in a for a in argv), argv
+    home = fake.base["HOME"]
+    assert f"{fake.workspace}:{fake.workspace}" in opts and f"{fake.temp}:{fake.temp}" in opts
+    assert f"{home}:{home}:ro" in opts and opts[opts.index("-w") + 1] == str(fake.workspace)
+    assert call["env"]["FROM_STEP"] == "from the step" and "from the step" not in argv
+    assert call["env"]["ACPJ_TEMP"] == str(fake.temp) and "PATH" not in call["env"] and "DOCKER_HOST" not in call["env"]
+    assert opts[opts.index("--memory") + 1] == "2g" and opts[opts.index("--pids-limit") + 1] == "1024"
+    work = Path(out.outputs["work"])
+    assert work.parent == fake.temp and (work / "run.cli").exists() and (work / "build.args").exists()
+    assert set(out.outputs) == {"work", "result-path", "html-path", "agent-image", "runner-name", "report-network"}
+
+
+def test_a_bad_input_stops_prepare_with_one_error_and_exit_2(fake: FakeSteps) -> None:
+    out = fake("prepare", ACPJ_RUNNER_IMAGE="runner:test", ACPJ_AGENT_COMMAND="agent", ACPJ_PARALLEL="0")
+    assert out.code == 2, out.log
+    assert [c for c in workflow_commands(out.log)] == [
+        "::error::input parallel: --parallel takes a whole number of 1 or more"], out.log
+    assert out.outputs == {} and list(fake.temp.iterdir()) == []
+    missing = fake("prepare", ACPJ_AGENT_COMMAND="agent")
+    assert missing.code == 2 and "internal: ACPJ_RUNNER_IMAGE is not set" in missing.log and missing.calls == []
+
+
+def test_run_hands_prepares_options_to_docker(fake: FakeSteps) -> None:
+    (fake.workspace / "auth.json").write_text("{}")
+    env = fake.prepared(ACPJ_ENV="API_KEY=s3cr3t value=with=equals\nFROM_STEP", FROM_STEP="from the step",
+                        ACPJ_LOGIN="auth.json")
+    out = fake("run", **env, ACPJ_ENV="API_KEY=s3cr3t value=with=equals\nFROM_STEP", FROM_STEP="from the step")
+    assert out.code == 0, out.log
+    [call] = out.call("run")
+    argv = call["argv"]
+    assert call["cli"] == ["action", "run", env["ACPJ_WORK"]]
     # The runner container: no network of its own, the socket, the work folder at the same path.
     opts = argv[:argv.index("runner:test")]
     assert opts[opts.index("--network") + 1] == "none"
     assert f"{fake.sock_dir}/d.sock:/var/run/docker.sock" in opts
-    # Bounded, and the owner of all it makes (the key of the cleanup step).
+    # Bounded, and the owner of all it makes (the key of the cleanup step), as prepare wrote it.
     assert opts[opts.index("--memory") + 1] == "2g" and opts[opts.index("--pids-limit") + 1] == "1024"
     name = opts[opts.index("--name") + 1]
+    assert name == env["ACPJ_RUNNER_NAME"]
     assert f"acp-journeys.owner=container:{name}" in opts and f"ACP_JOURNEYS_OWNER=container:{name}" in opts
     assert f"{env['ACPJ_WORK']}:{env['ACPJ_WORK']}" in opts
     assert f"{fake.workspace}/auth.json:{fake.workspace}/auth.json:ro" in opts
@@ -492,59 +478,17 @@ def test_run_turns_the_inputs_into_options(fake: FakeSteps) -> None:
     assert shared.startswith("/tmp/acpj.") and len(shared) < 20 and f"{shared}:{shared}" in opts
     assert not os.path.exists(shared)  # removed after the run
     # Values only in the docker client's environment, never on a command line.
-    assert call["env"]["API_KEY"] == "s3cr3t value=with=equals"
+    assert call["env"]["ACPJ_ENV"].startswith("API_KEY=s3cr3t value=with=equals")
     assert call["env"]["FROM_STEP"] == "from the step"
-    assert not any("s3cr3t" in a for a in argv), argv
+    assert not any("s3cr3t" in a or "from the step" in a for a in argv), argv
     assert "s3cr3t" not in out.log
     assert out.outputs["exit-code"] == "0"
-
-
-def test_run_turns_the_new_inputs_into_options(fake: FakeSteps) -> None:
-    (fake.workspace / "acp").mkdir()
-    (fake.workspace / "acp" / "baseline.yml").write_text("- stop-running-turn\n")
-    (fake.workspace / "acp" / "config.toml").write_text('url = "{model_url}/v1"\n')
-    (fake.workspace / "acp" / "models.json").write_text("{}")
-    inputs = dict(ACPJ_BASELINE="acp/baseline.yml", ACPJ_TIMEOUT_SCALE="2.5", ACPJ_STRICT="true", ACPJ_PARALLEL="3",
-                  ACPJ_TIER="protocol",
-                  ACPJ_MODEL_STUB="true", ACPJ_SETTINGS="AGENT_MODEL=stub model\n# no\nKERNEL_PYTHON\n",
-                  KERNEL_PYTHON="/opt/kernel/bin/python",
-                  ACPJ_CONFIG_TEMPLATES="acp/config.toml:.config/agent/config.toml\nacp/models.json:.prime/agent/models.json")
-    env = fake.prepared(**inputs)
-    work = Path(env["ACPJ_WORK"])
-    # Copied into the work folder, which every runner container mounts (the workspace is not).
-    assert (work / "baseline" / "baseline.yml").read_text() == "- stop-running-turn\n"
-    assert (work / "templates" / "1" / "config.toml").exists() and (work / "templates" / "2" / "models.json").exists()
-    out = fake("run", **env, **inputs, ACPJ_AGENT_COMMAND="agent")
-    assert out.code == 0, out.log
-    [call] = out.call("run")
-    head = call["cli"][:call["cli"].index("--")]
-    assert head[head.index("--timeout-scale") + 1] == "2.5" and head[head.index("--parallel") + 1] == "3"
-    assert "--strict" in head and "--model-stub" in head
-    assert head[head.index("--tier") + 1] == "protocol"  # the protocol tier, with its own verdict
-    assert [head[i + 1] for i, a in enumerate(head) if a == "--setting"] == [
-        "AGENT_MODEL=stub model", "KERNEL_PYTHON=/opt/kernel/bin/python"]
-    assert [head[i + 1] for i, a in enumerate(head) if a == "--model-stub-config-template"] == [
-        f"{work}/templates/1/config.toml:.config/agent/config.toml",
-        f"{work}/templates/2/models.json:.prime/agent/models.json"]
-    assert head[head.index("--baseline") + 1] == f"{work}/baseline/baseline.yml"
-    # The report and the gate judge under the same baseline.
-    Path(work, "result.json").write_text("{}")
-    report = fake("report", ACPJ_WORK=str(work), ACPJ_RUNNER_IMAGE="runner:test")
-    assert report.call("run")[0]["cli"][-2:] == ["--baseline", f"{work}/baseline/baseline.yml"]
-    gate = fake("gate", ACPJ_WORK=str(work), ACPJ_RUNNER_IMAGE="runner:test")
-    assert gate.call("run")[0]["cli"][-2:] == ["--baseline", f"{work}/baseline/baseline.yml"]
-    # Without them: none of these options.
-    plain = fake.prepared()
-    out = fake("run", **plain, ACPJ_AGENT_COMMAND="agent")
-    head = out.call("run")[0]["cli"]
-    assert not {"--timeout-scale", "--parallel", "--strict", "--setting", "--baseline",
-                "--model-stub-config-template", "--tier"} & set(head)
 
 
 def test_run_as_a_non_root_user_keeps_the_files_theirs(fake: FakeSteps) -> None:
     env = fake.prepared()
     fake.fake_uid(1001)
-    out = fake("run", **env, ACPJ_AGENT_COMMAND="agent")
+    out = fake("run", **env)
     assert out.code == 0, out.log
     argv = out.call("run")[0]["argv"]
     assert argv[argv.index("--user") + 1] == "1001:1001"
@@ -554,70 +498,46 @@ def test_run_as_a_non_root_user_keeps_the_files_theirs(fake: FakeSteps) -> None:
 @pytest.mark.parametrize("exit_code,step_code", [(0, 0), (1, 0), (2, 2), (143, 143)])
 def test_run_exit_codes(fake: FakeSteps, exit_code: int, step_code: int) -> None:
     env = fake.prepared(ACPJ_RESULT_PATH="reports/result.json")
-    out = fake("run", **env, ACPJ_AGENT_COMMAND="agent", FAKE_DOCKER_RUN_EXIT=str(exit_code),
+    out = fake("run", **env, FAKE_DOCKER_RUN_EXIT=str(exit_code),
                FAKE_DOCKER_WRITE_RESULT="0" if exit_code == 2 else "1")
     assert out.code == step_code, out.log
     assert out.outputs["exit-code"] == str(exit_code)
     copied = fake.workspace / "reports" / "result.json"
     if exit_code == 2:
-        assert "the journeys did not run (exit 2)" in out.log and not copied.exists()
+        assert "::error::the journeys did not run (exit 2)" in out.log and not copied.exists()
     else:
         assert copied.read_text() == '{"fake": true}'  # where the upload step takes it
         assert (fake.workspace / "reports" / "result.html").read_text() == "<!DOCTYPE html>fake"
     if exit_code == 143:
-        assert "result.json is partial" in out.log
+        assert "::error::the journeys stopped early (exit 143): result.json is partial" in out.log
+    commands = workflow_commands(out.log)
+    assert commands[0].startswith("::stop-commands::") and commands[1] == f"::{commands[0][17:]}::"
 
 
-def test_build_builds_from_the_checkout_or_pulls_the_given_image(fake: FakeSteps) -> None:
+def test_build_builds_with_prepares_arguments_or_pulls_the_given_image(fake: FakeSteps) -> None:
     (fake.workspace / "agent").mkdir()
     (fake.workspace / "agent" / "Dockerfile.acp").write_text("FROM scratch\n")
-    out = fake("build", ACPJ_AGENT_IMAGE="acp-journeys-agent:x", ACPJ_CONTEXT="agent",
-               ACPJ_DOCKERFILE="agent/Dockerfile.acp", ACPJ_BUILD_ARGS="BASE=python:3.12\nTOKEN")
+    env = fake.prepared(ACPJ_CONTEXT="agent", ACPJ_DOCKERFILE="agent/Dockerfile.acp",
+                        ACPJ_BUILD_ARGS="BASE=python:3.12\nTOKEN", ACPJ_BUILD_NETWORK="none")
+    out = fake("build", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_AGENT_IMAGE=env["ACPJ_AGENT_IMAGE"])
     assert out.code == 0, out.log
     [build] = out.call("build")
-    assert build["argv"] == ["build", "--build-arg", "BASE=python:3.12", "--build-arg", "TOKEN", "--label",
-                             f"org.opencontainers.image.revision={SHA}", "-f",
-                             f"{fake.workspace}/agent/Dockerfile.acp", "-t", "acp-journeys-agent:x",
+    assert build["argv"] == ["build", "--network", "none", "--build-arg", "BASE=python:3.12", "--build-arg", "TOKEN",
+                             "--label", f"org.opencontainers.image.revision={SHA}", "-f",
+                             f"{fake.workspace}/agent/Dockerfile.acp", "-t", env["ACPJ_AGENT_IMAGE"],
                              f"{fake.workspace}/agent"]
-    given = fake("build", ACPJ_AGENT_IMAGE="agent:test", ACPJ_IMAGE="agent:test")
-    assert given.code == 0 and given.call("build") == [] and given.call("pull") == []
-    pulled = fake("build", ACPJ_AGENT_IMAGE="ghcr.io/o/agent:1", ACPJ_IMAGE="ghcr.io/o/agent:1",
-                  FAKE_DOCKER_PULLABLE="ghcr.io/o/agent:1")
-    assert pulled.code == 0 and pulled.call("pull")[0]["argv"][-1] == "ghcr.io/o/agent:1"
-    missing = fake("build", ACPJ_AGENT_IMAGE="ghcr.io/o/nope:1", ACPJ_IMAGE="ghcr.io/o/nope:1")
-    assert missing.code == 2 and "cannot pull the image ghcr.io/o/nope:1" in missing.log
-    broken = fake("build", ACPJ_AGENT_IMAGE="a:b", FAKE_DOCKER_BUILD_EXIT="1")
-    assert broken.code == 2 and "the agent image did not build" in broken.log
-
-
-@pytest.mark.parametrize("value,options", [("", []), ("default", []), ("none", ["--network", "none"])])
-def test_build_network_goes_to_the_build_only(fake: FakeSteps, value: str, options: list[str]) -> None:
-    out = fake("build", ACPJ_AGENT_IMAGE="agent:x", ACPJ_BUILD_NETWORK=value)
-    assert out.code == 0, out.log
-    [build] = out.call("build")
-    assert build["argv"][:1 + len(options)] == ["build", *options]
-    assert ("--network" in build["argv"]) == bool(options)
-    assert f"network {value or 'default'}" in out.log
-    bad = fake("build", ACPJ_AGENT_IMAGE="agent:x", ACPJ_BUILD_NETWORK="bridge")
-    assert bad.code == 2 and "input build-network: expected default or none" in bad.log and bad.call("build") == []
-
-
-@pytest.mark.parametrize("config,dockerignore,warned", [
-    ('[http "https://github.com/"]\n\textraheader = AUTHORIZATION: basic eC1hY2Nlc3M=\n', None, True),
-    ('[remote "origin"]\n\turl = https://x-access-token:ghs_abc@github.com/o/r\n', None, True),
-    ('[http "https://github.com/"]\n\textraheader = AUTHORIZATION: basic eC1hY2Nlc3M=\n', "node_modules\n.git\n", False),
-    ('[remote "origin"]\n\turl = https://github.com/o/r\n', None, False),
-])
-def test_build_warns_of_a_token_in_the_build_context(fake: FakeSteps, config: str, dockerignore: str | None,
-                                                     warned: bool) -> None:
-    (fake.workspace / ".git").mkdir()
-    (fake.workspace / ".git" / "config").write_text(config)
-    if dockerignore is not None:
-        (fake.workspace / ".dockerignore").write_text(dockerignore)
-    out = fake("build", ACPJ_AGENT_IMAGE="agent:x")
-    assert out.code == 0, out.log
-    assert ("::warning::the build context's .git/config holds a token" in out.log) == warned, out.log
-    assert "eC1hY2Nlc3M" not in out.log and "ghs_abc" not in out.log
+    assert workflow_commands(out.log)[0].startswith("::stop-commands::")  # the Dockerfile prints what it likes
+    given = fake.prepared(ACPJ_IMAGE="agent:test")
+    out = fake("build", ACPJ_WORK=given["ACPJ_WORK"], ACPJ_AGENT_IMAGE="agent:test")
+    assert out.code == 0 and out.call("build") == [] and out.call("pull") == []
+    pulled = fake.prepared(ACPJ_IMAGE="ghcr.io/o/agent:1")
+    out = fake("build", ACPJ_WORK=pulled["ACPJ_WORK"], ACPJ_AGENT_IMAGE="ghcr.io/o/agent:1",
+               FAKE_DOCKER_PULLABLE="ghcr.io/o/agent:1")
+    assert out.code == 0 and out.call("pull")[0]["argv"][-1] == "ghcr.io/o/agent:1"
+    missing = fake("build", ACPJ_WORK=pulled["ACPJ_WORK"], ACPJ_AGENT_IMAGE="ghcr.io/o/agent:1")
+    assert missing.code == 2 and "cannot pull the image ghcr.io/o/agent:1" in missing.log
+    broken = fake("build", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_AGENT_IMAGE="a:b", FAKE_DOCKER_BUILD_EXIT="1")
+    assert broken.code == 2 and workflow_commands(broken.log)[-1].startswith("::error::the agent image did not build")
 
 
 @pytest.mark.parametrize("env,expected,pulls,builds", [
@@ -675,59 +595,43 @@ def test_a_bad_pinned_runner_image_stops_the_step(fake: FakeSteps) -> None:
     assert out.calls == []
 
 
-@pytest.mark.parametrize("verify_exit,fail_on_failure,step_code,message", [
-    (0, "true", 0, "verdict: pass"),
-    (1, "true", 1, "::error::ACP journeys failed (1 failed, 6 passed)"),
-    (1, "false", 0, "::warning::ACP journeys failed (1 failed); fail-on-failure is false"),
-    (2, "false", 2, "::error::result.json could not be judged (exit 2)"),
+@pytest.mark.parametrize("gate_exit,message,step_code", [
+    (0, "", 0),
+    (1, "error ACP journeys failed (1 failed, 6 passed): see the job summary", 1),
+    (0, "warning ACP journeys failed (1 failed); fail-on-failure is false, so the job goes on", 0),
+    (2, "error result.json could not be judged (exit 2)", 2),
+    (125, "", 2),  # the container did not start: the shell says so
 ])
-def test_gate_follows_fail_on_failure(fake: FakeSteps, verify_exit: int, fail_on_failure: str, step_code: int,
-                                      message: str) -> None:
+def test_gate_prints_the_gates_word_after_the_pause(fake: FakeSteps, gate_exit: int, message: str,
+                                                    step_code: int) -> None:
+    """The gate's container prints verify's lines (the agent's text) under the pause; its
+    annotation, left in the work folder, comes after the pause, where GitHub's runner acts on it."""
     env = fake.prepared()
     Path(env["ACPJ_WORK"], "result.json").write_text("{}")
-    out = fake("gate", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test",
-               ACPJ_FAIL_ON_FAILURE=fail_on_failure, ACPJ_FAILED="1", ACPJ_PASSED="6",
-               FAKE_DOCKER_VERIFY_EXIT=str(verify_exit))
+    out = fake("gate", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test", ACPJ_FAIL_ON_FAILURE="true",
+               FAKE_DOCKER_GATE_EXIT=str(gate_exit), FAKE_DOCKER_MESSAGE=message,
+               FAKE_DOCKER_VERIFY_LINE="::error::forged ##[warning]forged")
     assert out.code == step_code, out.log
-    assert message in out.log
+    commands = workflow_commands(out.log)
+    token = commands[0].removeprefix("::stop-commands::")
+    assert len(token) == 32 and commands[1] == f"::{token}::", commands
+    expected = [f"::{message.replace(' ', '::', 1)}"] if message else []
+    if gate_exit == 125:
+        expected = ["::error::result.json could not be judged (exit 125)"]
+    assert commands[2:] == expected, commands
+    assert "verify table ::error::forged" in out.log  # printed, but acted on by no runner
     [call] = out.call("run")
-    assert call["cli"] == ["verify", f"{env['ACPJ_WORK']}/result.json", "--expect-sha", SHA]
+    assert call["cli"] == ["action", "gate", env["ACPJ_WORK"]]
     argv = call["argv"]
     assert argv[argv.index("--network") + 1] == "none" and not any("docker.sock" in a for a in argv), argv
-
-
-@pytest.mark.parametrize("word", ["REFUSED", "PARTIAL"])
-def test_gate_says_the_word_of_a_refused_or_partial_result(fake: FakeSteps, word: str) -> None:
-    """Not "0 failed, 7 passed": a refused or partial result fails the job with the gate's word."""
-    env = fake.prepared()
-    Path(env["ACPJ_WORK"], "result.json").write_text("{}")
-    out = fake("gate", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test", ACPJ_FAILED="0",
-               ACPJ_PASSED="7", FAKE_DOCKER_VERIFY_EXIT="1",
-               FAKE_DOCKER_VERIFY_VERDICT=f"verdict: {word}: 7 of 7 journeys passed (why)")
-    assert out.code == 1, out.log
-    assert f"::error::ACP journeys: the gate says {word}" in out.log and "0 failed" not in out.log
-    assert f"verdict: {word}: 7 of 7 journeys passed" in out.log
-    lenient = fake("gate", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test", ACPJ_FAIL_ON_FAILURE="false",
-                   FAKE_DOCKER_VERIFY_EXIT="1", FAKE_DOCKER_VERIFY_VERDICT=f"verdict: {word}: 7 of 7 journeys passed")
-    assert lenient.code == 0 and f"::warning::ACP journeys: the gate says {word}" in lenient.log
-
-
-def test_gate_verifies_the_journeys_that_ran(fake: FakeSteps) -> None:
-    # verify calls a file without some journeys partial, unless it is told which ones ran.
-    env = fake.prepared()
-    Path(env["ACPJ_WORK"], "result.json").write_text("{}")
-    out = fake("gate", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test",
-               ACPJ_JOURNEYS="turn-to-end, image-and-file", FAKE_DOCKER_VERIFY_EXIT="0")
-    assert out.code == 0, out.log
-    [call] = out.call("run")
-    assert call["cli"] == ["verify", f"{env['ACPJ_WORK']}/result.json", "--journey", "turn-to-end",
-                           "--journey", "image-and-file", "--expect-sha", SHA]
+    assert call["env"]["ACPJ_FAIL_ON_FAILURE"] == "true" and call["env"]["GITHUB_SHA"] == SHA
+    assert call["env"]["ACPJ_MESSAGES"] == f"{env['ACPJ_WORK']}/messages"
 
 
 def test_gate_and_report_without_a_result(fake: FakeSteps) -> None:
     env = fake.prepared()
     gate = fake("gate", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test")
-    assert gate.code == 1 and "the journeys did not run: no result.json" in gate.log and gate.calls == []
+    assert gate.code == 1 and "::error::the journeys did not run: no result.json" in gate.log and gate.calls == []
     report = fake("report", ACPJ_WORK="", ACPJ_RUNNER_IMAGE="")
     assert report.code == 0 and "::warning::no result.json" in report.log and report.calls == []
 
@@ -737,41 +641,32 @@ def test_report_shares_the_github_files_and_never_fails(fake: FakeSteps) -> None
     Path(env["ACPJ_WORK"], "result.json").write_text("{}")
     summary, event = fake.root / "summary.md", fake.root / "event.json"
     event.write_text("{}")
-    out = fake("report", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test",
+    out = fake("report", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test", ACPJ_REPORT_NETWORK="host",
                ACPJ_CHECK_NAME="My check", GITHUB_STEP_SUMMARY=str(summary), GITHUB_EVENT_PATH=str(event),
-               GITHUB_TOKEN=TOKEN, GITHUB_REPOSITORY="o/r", GITHUB_API_URL="http://127.0.0.1:1",
-               ACPJ_ARTIFACT_URL="https://github.example.test/o/r/actions/runs/1/artifacts/2")
+               GITHUB_TOKEN=TOKEN, GITHUB_REPOSITORY="o/r", GITHUB_API_URL="http://127.0.0.1:1")
     assert out.code == 0, out.log
     [call] = out.call("run")
     argv = call["argv"]
-    assert call["cli"] == ["report", f"{env['ACPJ_WORK']}/result.json", "--github", "--check-name", "My check",
-                           "--expect-sha", SHA,
-                           "--artifact-url", "https://github.example.test/o/r/actions/runs/1/artifacts/2"]
+    assert call["cli"] == ["action", "report", env["ACPJ_WORK"]]
     assert f"{summary}:{summary}:rw" in argv and f"{event}:{event}:ro" in argv and summary.exists()
-    assert argv[argv.index("--network") + 1] == "host"  # the API is on loopback
+    assert argv[argv.index("--network") + 1] == "host"  # as prepare said: the API is on loopback
     assert call["env"]["GITHUB_TOKEN"] == TOKEN and TOKEN not in argv
+    assert call["env"]["ACPJ_CHECK_NAME"] == "My check" and call["env"]["GITHUB_API_URL"] == "http://127.0.0.1:1"
     assert not any("docker.sock" in a for a in argv), argv  # result.json may be the agent's: no engine
-    public = fake("report", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test", GITHUB_TOKEN=TOKEN,
-                  GITHUB_REPOSITORY="o/r", GITHUB_API_URL="https://api.github.com")
-    argv = public.call("run")[0]["argv"]
-    assert argv[argv.index("--network") + 1] == "bridge"
-    assert call["env"]["GITHUB_API_URL"] == "http://127.0.0.1:1"
+    failed = fake("report", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test", FAKE_DOCKER_REPORT_EXIT="2")
+    assert failed.code == 0 and "::warning::the report did not run (exit 2)" in failed.log
+    argv = failed.call("run")[0]["argv"]
+    assert argv[argv.index("--network") + 1] == "bridge"  # by default
 
 
-@pytest.mark.parametrize("post_check,extra", [("true", []), ("false", ["--no-check-run"])])
-def test_report_posts_no_check_run_when_told(fake: FakeSteps, post_check: str, extra: list[str]) -> None:
-    env = fake.prepared()
-    Path(env["ACPJ_WORK"], "result.json").write_text("{}")
-    out = fake("report", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test", ACPJ_POST_CHECK=post_check)
-    assert out.code == 0, out.log
-    [call] = out.call("run")
-    assert call["cli"] == ["report", f"{env['ACPJ_WORK']}/result.json", "--github", "--check-name", "ACP journeys",
-                           "--expect-sha", SHA, *extra]
-    # The journeys that ran, as the gate step names them: a file without one is reported PARTIAL.
-    out = fake("report", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test", ACPJ_POST_CHECK=post_check,
-               ACPJ_JOURNEYS="turn-to-end")
-    [call] = out.call("run")
-    assert call["cli"][4:8] == ["ACP journeys", "--journey", "turn-to-end", "--expect-sha"]
+def test_the_shell_and_the_python_escape_alike(fake: FakeSteps) -> None:
+    """`say` of the shell and of `action` break `##[` and line breaks the same way."""
+    from acp_journeys.output.logtext import command_data
+
+    text = "50% a\r\nb ##[error]x"
+    proc = subprocess.run(["bash", "-c", f'source <(sed -n "/^escape_data()/,/^}}/p" {STEPS}); escape_data "$1"',
+                           "_", text], capture_output=True, text=True, timeout=30)
+    assert proc.stdout == command_data(text), proc.stdout
 
 
 # --- end to end on the real engine ----------------------------------------------------------------------
@@ -916,7 +811,7 @@ def test_end_to_end_the_reference_agent_passes(engine_images: None, tmp_path: Pa
         assert "login-secret-0123456789" not in Path(run.outputs["result-path"]).read_text() + run.log + run.summary
         print(f"end to end, passing agent: {seconds:.1f} s")
     finally:
-        _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
+        _cleanup_image(run.step("prepare").outputs.get("agent-image", ""))
 
 
 @pytest.mark.parametrize("fail_on_failure", ["true", "false"])
@@ -950,7 +845,7 @@ def test_end_to_end_a_failing_agent_fails_the_job_unless_told(engine_images: Non
             assert "fail-on-failure is false" in gate.log
         print(f"end to end, failing agent (fail-on-failure {fail_on_failure}): {seconds:.1f} s")
     finally:
-        _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
+        _cleanup_image(run.step("prepare").outputs.get("agent-image", ""))
 
 
 def test_end_to_end_a_baseline_turns_a_known_failure_green(engine_images: None, tmp_path: Path,
@@ -985,7 +880,7 @@ def test_end_to_end_a_baseline_turns_a_known_failure_green(engine_images: None, 
         assert "verdict: pass" in run.step("gate").log
         print(f"end to end, baseline: {seconds:.1f} s")
     finally:
-        _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
+        _cleanup_image(run.step("prepare").outputs.get("agent-image", ""))
 
 
 FILE_CONFIGURED_AGENT = """#!/usr/bin/env python3
@@ -1037,7 +932,7 @@ def test_end_to_end_a_config_template_serves_a_file_configured_agent(engine_imag
             assert len(models) == len(journey["evidence"]["processes"]) and models[0]["tag"] == journey["id"]
         print(f"end to end, config template: {seconds:.1f} s")
     finally:
-        _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
+        _cleanup_image(run.step("prepare").outputs.get("agent-image", ""))
 
 
 NET_PROBE_DOCKERFILE = """ARG BASE_IMAGE
@@ -1059,8 +954,8 @@ def test_end_to_end_build_network_none_builds_offline(engine_images: None, tmp_p
                              inputs={"runner-image": RUNNER_IMAGE, "agent-command": "agent --acp",
                                      "context": "probe", "build-args": f"BASE_IMAGE={BASE_IMAGE}",
                                      "build-network": build_network})
-    run = action.run(only=["prepare", "build"])
-    image = run.steps[0].outputs.get("agent-image", "")
+    run = action.run(only=["runner", "prepare", "build"])
+    image = run.step("prepare").outputs.get("agent-image", "")
     try:
         assert not run.failed, run.log
         seen = subprocess.run(["docker", "run", "--rm", "--network", "none", "--entrypoint", "cat", image,
@@ -1084,7 +979,7 @@ def test_end_to_end_a_cancelled_run_stops_the_journeys_cleanly(engine_images: No
         action = CompositeAction(ROOT, env=job_env(workspace, temp, GITHUB_SHA=SHA), github={"token": TOKEN},
                                  inputs={"runner-image": RUNNER_IMAGE, "image": image, "journeys": "turn-to-end",
                                          "agent-command": "python3 /agent/hang-turn.py"})
-        before = action.run(only=["prepare", "build", "runner"])
+        before = action.run(only=["runner", "prepare", "build"])
         assert not before.failed, before.log
         with tempfile.TemporaryDirectory(dir=temp) as tmp:
             proc = action.start_step("run", {s.id: s for s in before.steps}, tmp, stdout=subprocess.PIPE,
@@ -1172,7 +1067,7 @@ def test_end_to_end_agent_text_starts_no_workflow_command(engine_images: None, t
         assert any(c.startswith("::stop-commands::") for c in workflow_commands(run.step("run").log))
         assert "::error::ACP journeys failed" in "\n".join(workflow_commands(run.step("gate").log))
     finally:
-        _cleanup_image(run.steps[0].outputs.get("agent-image", ""))
+        _cleanup_image(run.step("prepare").outputs.get("agent-image", ""))
 
 
 def test_the_release_gate_obeys_no_workflow_command_of_the_agent(engine_images: None, tmp_path: Path) -> None:
@@ -1239,7 +1134,7 @@ def test_cleanup_removes_what_a_killed_run_left(engine_images: None, tmp_path: P
         out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", f"--groups={group}", "bash", str(STEPS),
                               "cleanup"], capture_output=True, text=True, timeout=120, cwd="/",
                              env={"PATH": os.environ["PATH"], "HOME": "/tmp", "ACPJ_WORK": str(work),
-                                  "ACPJ_RUNNER_IMAGE": RUNNER_IMAGE,
+                                  "ACPJ_RUNNER_IMAGE": RUNNER_IMAGE, "ACPJ_RUNNER_NAME": name,
                                   **({"DOCKER_HOST": os.environ["DOCKER_HOST"]} if "DOCKER_HOST" in os.environ else {})})
         assert out.returncode == 0 and "::warning::" not in out.stdout, out.stdout + out.stderr
         left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={owner}"], capture_output=True, text=True)

@@ -1,7 +1,7 @@
 """The matrix: `post-check: false` jobs, merge/action.yml (one check, one gate), `init --matrix`.
 
 - Static: merge/action.yml against GitHub's action schema and, as a workflow, actionlint; its
-  run: steps hold no expression; shellcheck on action/merge-steps.sh; the workflow of
+  run: steps hold no expression (their checks: `action merge-prepare` in tests/test_action_jobs.py); the workflow of
   `init --matrix` lints and uses only declared inputs, and is examples/workflows/matrix-journeys.yml's.
 - End to end on the real engine: the merge action's steps run as GitHub runs them
   (tests/action_harness.py), with the loopback GitHub API. The artifacts are result.json files of
@@ -31,7 +31,7 @@ from acp_journeys.rules import catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 MERGE = ROOT / "merge"
-MERGE_STEPS = ROOT / "action" / "merge-steps.sh"
+STEPS = ROOT / "action" / "steps.sh"
 DOWNLOAD = "actions/download-artifact@3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c"  # v8.0.1
 UPLOAD = "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f"  # v7.0.0
 
@@ -48,7 +48,7 @@ def test_merge_action_passes_the_schema_and_actionlint(tmp_path: Path) -> None:
     proc = subprocess.run([tool("actionlint"), "-no-color", str(synth)], capture_output=True, text=True, env=env,
                           timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    proc = subprocess.run([tool("shellcheck"), "-x", str(MERGE_STEPS)], capture_output=True, text=True, cwd=ROOT,
+    proc = subprocess.run([tool("shellcheck"), "-x", str(STEPS)], capture_output=True, text=True, cwd=ROOT,
                           timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -57,7 +57,7 @@ def test_merge_action_steps() -> None:
     meta = load_yaml(MERGE / "action.yml")
     steps = meta["runs"]["steps"]
     assert [s.get("id") or s.get("uses") for s in steps] == [
-        "prepare", DOWNLOAD, "runner", "merge", "upload", "report", "gate"]
+        "runner", "prepare", DOWNLOAD, "merge", "upload", "report", "gate"]  # prepare runs in the runner image
     by = {s.get("id"): s for s in steps}
     # The merged result and its HTML report in one artifact, uploaded before the report that links it.
     assert by["upload"]["uses"] == UPLOAD
@@ -67,17 +67,12 @@ def test_merge_action_steps() -> None:
     for step in steps:
         if "run" in step:
             assert "${{" not in step["run"]
-            assert step["run"].startswith('exec bash "$ACPJ_ACTION_PATH/action/'), step["run"]
+            assert step["run"].startswith('exec bash "$ACPJ_ACTION_PATH/action/steps.sh" '), step["run"]
             assert step["env"]["ACPJ_ACTION_PATH"] == "${{ github.action_path }}/.."
-    download = steps[1]["with"]
+    download = steps[2]["with"]
     assert download == {"pattern": "${{ inputs.pattern }}", "path": "${{ steps.prepare.outputs.download-path }}"}
     assert meta["inputs"]["artifact-name"]["default"] == "acp-journeys-result"  # what the release gate reads
     assert set(meta["outputs"]) == set(load_yaml(ROOT / "action.yml")["outputs"])
-
-
-def _bad_prepare(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", str(MERGE_STEPS), "prepare"], capture_output=True, text=True, timeout=60,
-                          env={"PATH": os.environ["PATH"], "RUNNER_TEMP": str(tmp_path), **env})
 
 
 @pytest.mark.parametrize("env,message", [
@@ -88,8 +83,23 @@ def _bad_prepare(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]
     ({"ACPJ_PATTERN": "x.*", "ACPJ_FAIL_ON_FAILURE": "no way"}, "input fail-on-failure: expected true or false"),
 ])
 def test_merge_prepare_rejects_bad_inputs(tmp_path: Path, env: dict[str, str], message: str) -> None:
-    proc = _bad_prepare(tmp_path, **env)
-    assert proc.returncode == 2 and "::error::" in proc.stdout and message in proc.stdout, proc.stdout + proc.stderr
+    """`acp-journeys action merge-prepare`, in-process: one message, exit 2, no work folder."""
+    import contextlib
+    import io
+
+    from acp_journeys.cli import main
+
+    out = io.StringIO()
+    saved = dict(os.environ)
+    try:
+        os.environ.update({"ACPJ_TEMP": str(tmp_path), **env})
+        with contextlib.redirect_stdout(out):
+            code = main(["action", "merge-prepare"])
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    [line] = [line for line in out.getvalue().splitlines() if line.startswith("::error::")]
+    assert code == 2 and message in line, out.getvalue()
     assert list(tmp_path.iterdir()) == []
 
 
@@ -161,15 +171,16 @@ def _merge_action(tmp_path: Path, api: FakeGitHub, artifacts: dict[str, Path], i
                   NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
     action = CompositeAction(MERGE, inputs={"runner-image": RUNNER_IMAGE, **inputs}, env=env,
                              github={"token": TOKEN, "sha": SHA, "action_ref": "", "action_repository": ""})
-    before = action.run(only=["prepare"])
+    before = action.run(only=["runner", "prepare"])
     assert not before.failed, before.log
     # Where actions/download-artifact@v4 puts the artifacts of a pattern: a folder each.
     download = Path(before.step("prepare").outputs["download-path"])
     for name, path in artifacts.items():
         (download / name).mkdir()
         (download / name / "result.json").write_bytes(path.read_bytes())
-    rest = [s.get("id", f"__step{i}") for i, s in enumerate(action.meta["runs"]["steps"]) if s.get("id") != "prepare"]
-    after = action.run(only=rest, steps_before={"prepare": before.step("prepare")})
+    rest = [s.get("id", f"__step{i}") for i, s in enumerate(action.meta["runs"]["steps"])
+            if s.get("id") not in ("runner", "prepare")]
+    after = action.run(only=rest, steps_before={s.id: s for s in before.steps})
     return before.steps + after.steps, after
 
 

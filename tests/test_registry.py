@@ -156,7 +156,8 @@ def _step(step: str, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedPr
     proc = subprocess.run(["bash", str(STEPS), step], capture_output=True, text=True, timeout=300, cwd=tmp_path,
                           env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GITHUB_OUTPUT": str(output),
                                **({"DOCKER_HOST": os.environ["DOCKER_HOST"]} if "DOCKER_HOST" in os.environ else {}),
-                               "ACPJ_ACTION_PATH": str(ROOT), "ACPJ_AGENT_IMAGE": env.get("ACPJ_IMAGE", "x"), **env})
+                               "ACPJ_ACTION_PATH": str(ROOT), "ACPJ_AGENT_IMAGE": env.pop("ACPJ_IMAGE", "x"),
+                               "ACPJ_WORK": str(tmp_path), **env})  # a work folder with no build.args: a given image
     outputs = dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
     return proc, outputs
 

@@ -1,5 +1,5 @@
 """The command line: one module per command (`run`, `verify`, `report`, `list`, `init`, `merge`,
-`schema`, `mcp-server`, `registry`, `dashboard`); this module builds the parser from them and dispatches.
+`schema`, `mcp-server`, `registry`, `dashboard`, and `action`, the GitHub Action's steps); this module builds the parser from them and dispatches.
 
 Rules of this package: parse, wire, print, pick the exit code. 0: every journey passed. 1: a
 journey failed (or verify found a failing result). 2: the run could not be done or the input is
@@ -19,14 +19,14 @@ from typing import Sequence
 
 from acp_journeys import __version__
 from acp_journeys.cli import init, mcp_server, merge, report, run, schema, verify
-from acp_journeys.cli import dashboard, listing, registry
+from acp_journeys.cli import action, dashboard, listing, registry
 from acp_journeys.cli.common import EXIT_USAGE, UsageError
 from acp_journeys.output.logtext import one_line
 
 # In the order of `acp-journeys --help`.
 COMMANDS = {"run": run, "verify": verify, "report": report, "init": init, "merge": merge,
             "registry": registry, "dashboard": dashboard, "mcp-server": mcp_server, "list": listing,
-            "schema": schema}
+            "schema": schema, "action": action}
 
 
 def parser() -> argparse.ArgumentParser:
