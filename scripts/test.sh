@@ -7,14 +7,14 @@ cd "$(dirname "$0")/.."
 scripts/bootstrap.sh test
 if [ "${ACP_JOURNEYS_SKIP_DOCKER:-}" != "1" ]; then
   scripts/docker-up.sh
-  scripts/build-base-image.sh
-  scripts/build-runner-image.sh
-  scripts/install-registry.sh  # Debian's docker-registry, for the pull tests on loopback
+  scripts/setup/build-base-image.sh
+  scripts/setup/build-runner-image.sh
+  scripts/setup/install-registry.sh  # Debian's docker-registry, for the pull tests on loopback
 fi
-chromium="$(scripts/setup-chromium.sh)"; [ -z "$chromium" ] || export ACP_JOURNEYS_CHROMIUM="$chromium"
-vibe_acp="$(scripts/setup-vibe.sh)"; [ -z "$vibe_acp" ] || export ACP_JOURNEYS_VIBE_ACP="$vibe_acp"
-claude_acp="$(scripts/setup-claude-acp.sh)"; [ -z "$claude_acp" ] || export ACP_JOURNEYS_CLAUDE_ACP="$claude_acp"
-agentao="$(scripts/setup-agentao.sh)"; [ -z "$agentao" ] || export ACP_JOURNEYS_AGENTAO="$agentao"
+chromium="$(scripts/setup/setup-chromium.sh)"; [ -z "$chromium" ] || export ACP_JOURNEYS_CHROMIUM="$chromium"
+vibe_acp="$(scripts/setup/setup-vibe.sh)"; [ -z "$vibe_acp" ] || export ACP_JOURNEYS_VIBE_ACP="$vibe_acp"
+claude_acp="$(scripts/setup/setup-claude-acp.sh)"; [ -z "$claude_acp" ] || export ACP_JOURNEYS_CLAUDE_ACP="$claude_acp"
+agentao="$(scripts/setup/setup-agentao.sh)"; [ -z "$agentao" ] || export ACP_JOURNEYS_AGENTAO="$agentao"
 # With no test named (no test file or folder among the arguments, as .ci/run passes), the two fixture tables run apart, their
 # cases $ACP_JOURNEYS_TABLE_WORKERS at once (pytest-xdist, default 3): a case mostly waits out
 # Rondar's own bounds (10 s to exit, 30 s to cancel), and its verdict must not depend on load
@@ -43,11 +43,11 @@ fi
 
 # GitHub's runners give containers a private cgroup namespace: the docker tests of process
 # tracking, leftovers and the cancel journey's process check run again on an engine of our own
-# that does so (scripts/docker-private-up.sh), then it stops. The shared engine is left alone.
+# that does so (scripts/setup/docker-private-up.sh), then it stops. The shared engine is left alone.
 if [ "${ACP_JOURNEYS_SKIP_DOCKER:-}" != "1" ] && [ "${ACP_JOURNEYS_SKIP_PRIVATE_CGROUPNS:-}" != "1" ]; then
   runner="${ACP_JOURNEYS_RUNNER_IMAGE:-acp-journeys/runner:dev}"
-  trap 'scripts/docker-private-up.sh down || true' EXIT
-  private_host="$(scripts/docker-private-up.sh up acp-journeys/base:bookworm "$runner")"
+  trap 'scripts/setup/docker-private-up.sh down || true' EXIT
+  private_host="$(scripts/setup/docker-private-up.sh up acp-journeys/base:bookworm "$runner")"
   set +e
   DOCKER_HOST="$private_host" ACP_JOURNEYS_RUNNER_IMAGE="$runner" ACP_JOURNEYS_TEST_IMAGE="$runner" \
     .venv/bin/python -m pytest -q -p no:cacheprovider \

@@ -2,7 +2,7 @@
 # Build a Claude Code agent image (default acp-journeys/claude-acp-agent:dev) for docker mode, BY
 # HAND: it is for trying the recipe in docs/model-stub.md, and is not run in CI. No registry pull:
 # FROM the local debootstrap base (Debian 12), plus the host's node binary (20 or newer) at
-# /usr/local/bin/node and the install made by scripts/setup-claude-acp.sh (build/claude-acp, the
+# /usr/local/bin/node and the install made by scripts/setup/setup-claude-acp.sh (build/claude-acp, the
 # adapter and its Claude Code binary) at /opt/claude-acp; `claude-agent-acp` lands on PATH.
 # It also gets Debian's procps (`ps`), which the base lacks: Claude Code finds the processes of a
 # Bash tool call to stop them on cancel by listing them with `ps -A -o pid= -o ppid= -o pgid=`;
@@ -15,7 +15,7 @@
 # Usage: build-claude-acp-image.sh [IMAGE]
 set -euo pipefail
 
-here="$(cd "$(dirname "$0")/.." && pwd)"
+here="$(cd "$(dirname "$0")/../.." && pwd)"
 image="${1:-acp-journeys/claude-acp-agent:dev}"
 base="acp-journeys/base:bookworm"
 install="$here/build/claude-acp"
@@ -27,13 +27,13 @@ node="$(command -v node)" || die "no node on PATH"
 node="$(readlink -f "$node")"
 "$node" -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' \
     || die "node $("$node" --version) is older than 20"
-[ -x "$install/node_modules/.bin/claude-agent-acp" ] || die "no install in build/claude-acp: run scripts/setup-claude-acp.sh"
+[ -x "$install/node_modules/.bin/claude-agent-acp" ] || die "no install in build/claude-acp: run scripts/setup/setup-claude-acp.sh"
 version="$("$node" -e 'console.log(require(process.argv[1]).version)' \
     "$install/node_modules/@agentclientprotocol/claude-agent-acp/package.json")"
 
 if ! docker image inspect "$base" >/dev/null 2>&1; then
     say "the local base $base is missing: building it"
-    "$here/scripts/build-base-image.sh" "$base"
+    "$here/scripts/setup/build-base-image.sh" "$base"
 fi
 base_id="$(docker image inspect --format '{{.Id}}' "$base")"
 want="$version $("$node" --version) procps $base_id"

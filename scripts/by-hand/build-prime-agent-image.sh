@@ -3,7 +3,7 @@
 # docs/model-stub.md, and is not run in CI (prime-agent is in no package registry: it is built from
 # its source, as that recipe says). No registry pull. Two layers of images:
 #  - IMAGE-kernel: the kernel venv (PRIME_AGENT_KERNEL_PYTHON) and its Python prefix at their own
-#    paths, by scripts/build-venv-agent-image.sh (a venv is not relocatable);
+#    paths, by scripts/by-hand/build-venv-agent-image.sh (a venv is not relocatable);
 #  - IMAGE: that, plus the built source tree at /opt/prime-agent, the given node (22.8 or newer;
 #    prime-agent refuses 20) at /opt/prime-agent-node/node, Debian's procps (as the host has; the
 #    packages fetched with `apt-get download`), and /usr/local/bin/prime-agent, a script that runs
@@ -14,7 +14,7 @@
 #   then run with --setting PRIME_AGENT_KERNEL_PYTHON=KERNEL_VENV/bin/python (its path on the host)
 set -euo pipefail
 
-here="$(cd "$(dirname "$0")/.." && pwd)"
+here="$(cd "$(dirname "$0")/../.." && pwd)"
 [ $# -ge 3 ] && [ $# -le 4 ] || { echo "usage: $0 SOURCE NODE KERNEL_VENV [IMAGE]" >&2; exit 2; }
 source_dir="$(cd "$1" && pwd)"
 node="$(readlink -f "$2")"
@@ -29,7 +29,7 @@ die() { say "error: $*"; exit 1; }
     || die "$node is not node 22.8 or newer"
 [ -x "$kernel/bin/python" ] || die "no bin/python in $kernel"
 
-"$here/scripts/build-venv-agent-image.sh" "$kernel" "$image-kernel" python
+"$here/scripts/by-hand/build-venv-agent-image.sh" "$kernel" "$image-kernel" python
 
 debs="$here/build/claude-acp-debs"  # shared with build-claude-acp-image.sh: the same two packages
 mkdir -p "$debs"

@@ -3,7 +3,7 @@
 # docs/model-stub.md (kimi-cli, which needs Python 3.12+), and is not run in CI. No registry pull:
 # FROM the local debootstrap base (Debian 12, python3.11), plus the venv and the Python
 # installation prefix it was made from, each at its SAME path (a venv is not relocatable), as
-# scripts/build-vibe-image.sh does for Vibe. Host and base are both Debian 12, so the shared
+# scripts/setup/build-vibe-image.sh does for Vibe. Host and base are both Debian 12, so the shared
 # libraries the copy links to are Debian's own: each one's package is found on the host
 # (dpkg -S) and installed in the image with apt only when the base lacks it. The build then
 # checks that nothing is left unresolved (but in a wheel's vendored `*.libs`, whose files find
@@ -14,7 +14,7 @@
 #        build-venv-agent-image.sh build/kimi-venv acp-journeys/kimi-agent:dev kimi
 set -euo pipefail
 
-here="$(cd "$(dirname "$0")/.." && pwd)"
+here="$(cd "$(dirname "$0")/../.." && pwd)"
 [ $# -eq 3 ] || { echo "usage: $0 VENV IMAGE EXECUTABLE" >&2; exit 2; }
 venv="$(cd "$1" && pwd)"
 image="$2"
@@ -34,7 +34,7 @@ case "$venv/" in "$prefix/"*) die "the venv is inside the Python prefix $prefix"
 
 if ! docker image inspect "$base" >/dev/null 2>&1; then
     say "the local base $base is missing: building it"
-    "$here/scripts/build-base-image.sh" "$base"
+    "$here/scripts/setup/build-base-image.sh" "$base"
 fi
 base_id="$(docker image inspect --format '{{.Id}}' "$base")"
 # This very install: the Python it runs on, its packages, its files (a new venv has new times).

@@ -4,9 +4,9 @@
 # mode, with the install cache under build/registry-cache (a rerun only runs the journeys).
 # Not in CI: it installs each agent from npm or PyPI (hundreds of MB) and takes minutes per
 # agent. Its table goes in docs/registry.md, each verdict checked to be the agent's own doing.
-#   scripts/registry-real-agents.sh [SOURCE] [OUT]
+#   scripts/by-hand/registry-real-agents.sh [SOURCE] [OUT]
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 source="${1:-$here/tests/data/registry/snapshot}"
 out="${2:-$here/build/registry-real}"
 python="${PYTHON:-$here/.venv/bin/python}"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# scripts/lock-runner-requirements.sh: (re)write action/runner-requirements.txt, the runner
+# scripts/release/lock-runner-requirements.sh: (re)write action/runner-requirements.txt, the runner
 # image's dependencies (and setuptools, which builds acp-journeys in it) pinned with the hashes
 # of every file of each version, for the Python of the Dockerfile's base (3.12) on Linux.
 #
 # Run it after a change to the dependencies in pyproject.toml, and when bumping the base image.
 # It uses uv (installed into build/lockenv, which git ignores) and reaches the package index.
 set -euo pipefail
-here="$(cd "$(dirname "$0")/.." && pwd)"
+here="$(cd "$(dirname "$0")/../.." && pwd)"
 env="$here/build/lockenv"
 [ -x "$env/bin/uv" ] || { python3 -m venv "$env" && "$env/bin/pip" install --quiet uv; }
 extra="$(mktemp)"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build an agent image for docker mode from a PyPI agent (agentao's for its CI test, through
-# scripts/build-agentao-image.sh; the others for the recipes in docs/model-stub.md that are tried
+# scripts/setup/build-agentao-image.sh; the others for the recipes in docs/model-stub.md that are tried
 # by hand): no registry pull, FROM the local
 # debootstrap base (Debian 12, python3.11), the requirement installed into its Python from wheels
 # downloaded on the host for the base's Python, C library and machine; EXECUTABLE must then be on
@@ -10,7 +10,7 @@
 #        build-pypi-agent-image.sh 'gptme[acp]==0.35.1' acp-journeys/gptme-agent:dev gptme-acp
 set -euo pipefail
 
-here="$(cd "$(dirname "$0")/.." && pwd)"
+here="$(cd "$(dirname "$0")/../.." && pwd)"
 [ $# -eq 3 ] || { echo "usage: $0 REQUIREMENT IMAGE EXECUTABLE" >&2; exit 2; }
 requirement="$1"
 image="$2"
@@ -22,7 +22,7 @@ die() { say "error: $*"; exit 1; }
 
 if ! docker image inspect "$base" >/dev/null 2>&1; then
     say "the local base $base is missing: building it"
-    "$here/scripts/build-base-image.sh" "$base"
+    "$here/scripts/setup/build-base-image.sh" "$base"
 fi
 base_id="$(docker image inspect --format '{{.Id}}' "$base")"
 want="$requirement $base_id"

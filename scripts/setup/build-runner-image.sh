@@ -6,7 +6,7 @@
 # pulled. Usage: build-runner-image.sh [IMAGE]
 set -euo pipefail
 
-here="$(cd "$(dirname "$0")/.." && pwd)"
+here="$(cd "$(dirname "$0")/../.." && pwd)"
 image="${1:-${ACP_JOURNEYS_RUNNER_IMAGE:-acp-journeys/runner:dev}}"
 local_base="acp-journeys/base:bookworm"
 base="${ACP_JOURNEYS_BASE_IMAGE:-$local_base}"
@@ -18,7 +18,7 @@ die() { say "error: $*"; exit 1; }
 if ! docker image inspect "$base" >/dev/null 2>&1; then
     [ "$base" = "$local_base" ] || die "base image $base is missing (no pull is made)"
     say "the local base $base is missing: building it"
-    "$here/scripts/build-base-image.sh" "$base"
+    "$here/scripts/setup/build-base-image.sh" "$base"
 fi
 
 # Wheels must fit the base's Python, C library and machine, not this host's.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the Mistral Vibe agent image (default acp-journeys/vibe-agent:dev) for docker mode, with
 # no registry pull: FROM the local debootstrap base (Debian 12, python3.11; built when missing),
-# plus the host's install of Vibe at the SAME paths: the venv made by scripts/setup-vibe.sh and
+# plus the host's install of Vibe at the SAME paths: the venv made by scripts/setup/setup-vibe.sh and
 # the Python installation prefix it was made from (Vibe needs Python 3.12+, the base has 3.11).
 # Host and base are both Debian 12, so the shared libraries the copy links to are Debian's own:
 # each one's package is found on the host (dpkg -S) and installed in the image with apt only
@@ -10,7 +10,7 @@
 # Usage: build-vibe-image.sh [VENV [IMAGE]]
 set -euo pipefail
 
-here="$(cd "$(dirname "$0")/.." && pwd)"
+here="$(cd "$(dirname "$0")/../.." && pwd)"
 venv="$(cd "${1:-$here/build/vibe-venv}" && pwd)"
 image="${2:-${ACP_JOURNEYS_VIBE_IMAGE:-acp-journeys/vibe-agent:dev}}"
 base="acp-journeys/base:bookworm"
@@ -19,7 +19,7 @@ ctx="$here/build/vibe-context"
 say() { printf 'build-vibe-image: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
 
-[ -x "$venv/bin/vibe-acp" ] || die "no vibe-acp in $venv: run scripts/setup-vibe.sh"
+[ -x "$venv/bin/vibe-acp" ] || die "no vibe-acp in $venv: run scripts/setup/setup-vibe.sh"
 read -r prefix pyver vibe_version < <("$venv/bin/python" -c 'import importlib.metadata as m, sys
 print(sys.base_prefix, "%d.%d" % sys.version_info[:2], m.version("mistral-vibe"))') || die "the venv's Python does not run"
 case "$prefix" in
@@ -32,7 +32,7 @@ case "$venv/" in "$prefix/"*) die "the venv is inside the Python prefix $prefix"
 
 if ! docker image inspect "$base" >/dev/null 2>&1; then
     say "the local base $base is missing: building it"
-    "$here/scripts/build-base-image.sh" "$base"
+    "$here/scripts/setup/build-base-image.sh" "$base"
 fi
 base_id="$(docker image inspect --format '{{.Id}}' "$base")"
 # This very install: the Python it runs on, its packages, its files (a new venv has new times).

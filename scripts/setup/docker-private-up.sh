@@ -16,7 +16,7 @@
 # loopback (the tests run them with --network none). Needs root, as any dockerd.
 set -euo pipefail
 
-here="$(cd "$(dirname "$0")/.." && pwd)"
+here="$(cd "$(dirname "$0")/../.." && pwd)"
 tag=$(printf '%s' "$here" | sha256sum | cut -c1-8)
 run_dir="${ACP_JOURNEYS_PRIVATE_ENGINE_RUN:-/run/acpj-engine-$tag}"
 data_dir="${ACP_JOURNEYS_PRIVATE_ENGINE_DATA:-$here/build/private-engine}"

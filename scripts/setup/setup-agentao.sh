@@ -2,7 +2,7 @@
 # Install agentao (PyPI `agentao`, its ACP agent is `agentao --acp`), a real third-party agent
 # that the tests run against the scripted model endpoint, into build/agentao-venv; when a Docker
 # engine is up (and ACP_JOURNEYS_SKIP_DOCKER is not 1), also build its agent image
-# (scripts/build-agentao-image.sh). Prints the path of `agentao` on stdout, nothing else.
+# (scripts/setup/build-agentao-image.sh). Prints the path of `agentao` on stdout, nothing else.
 #
 # agentao needs Python 3.10 or newer: the project's own .venv Python (3.11+) is used, else
 # python3. With none new enough, it says so and exits 0 with nothing on stdout, so the tests
@@ -11,7 +11,7 @@
 set -euo pipefail
 exec 3>&1 1>&2  # everything but the path goes to stderr
 
-here="$(cd "$(dirname "$0")/.." && pwd)"
+here="$(cd "$(dirname "$0")/../.." && pwd)"
 AGENTAO_VERSION=0.5.17
 venv="$here/build/agentao-venv"
 say() { printf 'setup-agentao: %s\n' "$*" >&2; }
@@ -50,6 +50,6 @@ else
 fi
 
 if [ "${ACP_JOURNEYS_SKIP_DOCKER:-}" != "1" ] && docker info >/dev/null 2>&1; then
-    "$here/scripts/build-agentao-image.sh" "$AGENTAO_VERSION" || say "warning: no agentao image: its docker test skips"
+    "$here/scripts/setup/build-agentao-image.sh" "$AGENTAO_VERSION" || say "warning: no agentao image: its docker test skips"
 fi
 echo "$venv/bin/agentao" >&3

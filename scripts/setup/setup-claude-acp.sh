@@ -10,7 +10,7 @@
 set -euo pipefail
 exec 3>&1 1>&2  # everything but the path goes to stderr
 
-here="$(cd "$(dirname "$0")/.." && pwd)"
+here="$(cd "$(dirname "$0")/../.." && pwd)"
 VERSION=0.101.0
 dir="$here/build/claude-acp"
 bin="$dir/node_modules/.bin/claude-agent-acp"

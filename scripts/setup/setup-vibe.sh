@@ -2,7 +2,7 @@
 # Install Mistral Vibe (PyPI mistral-vibe, its ACP agent is `vibe-acp`), the real third-party
 # agent the tests run against the scripted model endpoint, into build/vibe-venv; when a Docker
 # engine is up (and ACP_JOURNEYS_SKIP_DOCKER is not 1), also build its agent image
-# (scripts/build-vibe-image.sh). Prints the path of `vibe-acp` on stdout, nothing else.
+# (scripts/setup/build-vibe-image.sh). Prints the path of `vibe-acp` on stdout, nothing else.
 #
 # Vibe needs Python 3.12 or newer: the first of python3.13 / python3.12 / python3 on PATH that
 # runs and is new enough, else the newest such version pyenv has installed, else a Debian package
@@ -15,7 +15,7 @@
 set -euo pipefail
 exec 3>&1 1>&2  # everything but the path goes to stderr
 
-here="$(cd "$(dirname "$0")/.." && pwd)"
+here="$(cd "$(dirname "$0")/../.." && pwd)"
 VIBE_VERSION=3.0.2
 venv="$here/build/vibe-venv"
 if [ "${ACP_JOURNEYS_SKIP_VIBE:-}" = "1" ]; then
@@ -87,6 +87,6 @@ else
 fi
 
 if [ "${ACP_JOURNEYS_SKIP_DOCKER:-}" != "1" ] && docker info >/dev/null 2>&1; then
-    "$here/scripts/build-vibe-image.sh" "$venv"
+    "$here/scripts/setup/build-vibe-image.sh" "$venv"
 fi
 echo "$venv/bin/vibe-acp" >&3

@@ -794,9 +794,9 @@ def engine_images() -> None:
     if not _engine_answers():
         pytest.skip("no Docker engine answers (scripts/docker-up.sh starts one)")
     if not _image_exists(RUNNER_IMAGE):
-        subprocess.run([str(ROOT / "scripts" / "build-runner-image.sh"), RUNNER_IMAGE], check=True, timeout=1800)
+        subprocess.run([str(ROOT / "scripts" / "setup" / "build-runner-image.sh"), RUNNER_IMAGE], check=True, timeout=1800)
     if not _image_exists(BASE_IMAGE):
-        subprocess.run([str(ROOT / "scripts" / "build-base-image.sh"), BASE_IMAGE], check=True, timeout=1800)
+        subprocess.run([str(ROOT / "scripts" / "setup" / "build-base-image.sh"), BASE_IMAGE], check=True, timeout=1800)
 
 
 @pytest.fixture

@@ -81,7 +81,7 @@ def image(engine: Any) -> str:
             return name
         except docker.errors.ImageNotFound:
             continue
-    pytest.skip("no agent image: run scripts/build-base-image.sh (or scripts/build-runner-image.sh)")
+    pytest.skip("no agent image: run scripts/setup/build-base-image.sh (or scripts/setup/build-runner-image.sh)")
 
 
 def run(coro: Any) -> Any:

@@ -61,7 +61,7 @@ def image(engine: Any) -> str:
             return name
         except docker.errors.ImageNotFound:
             continue
-    pytest.skip("no agent image: run scripts/build-base-image.sh (or scripts/build-runner-image.sh)")
+    pytest.skip("no agent image: run scripts/setup/build-base-image.sh (or scripts/setup/build-runner-image.sh)")
 
 
 @pytest.fixture(scope="module")
@@ -732,7 +732,7 @@ def test_a_runner_in_a_container_shares_the_mcp_socket_through_a_named_volume(im
     try:
         engine.images.get(runner)
     except docker.errors.ImageNotFound:
-        pytest.skip("needs the runner image (scripts/build-runner-image.sh)")
+        pytest.skip("needs the runner image (scripts/setup/build-runner-image.sh)")
     sock = (os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock").removeprefix("unix://")
     if not os.path.exists(sock):
         pytest.skip("the engine is not on a local Unix socket")
@@ -827,7 +827,7 @@ def test_run_sh_runs_the_runner_image_with_the_agent_dir(engine: Any, tmp_path: 
     try:
         engine.images.get(runner)
     except docker.errors.ImageNotFound:
-        pytest.skip("needs the runner image (scripts/build-runner-image.sh)")
+        pytest.skip("needs the runner image (scripts/setup/build-runner-image.sh)")
     secret = "run-sh-canary-5e1f2a9b"
     command = [str(ROOT / "run.sh"), "--agent-dir", str(BUNDLED), "-q", "--journey", "turn-to-end",
                "--journey", "follow-up-after-restart", "--env", f"AGENT_TOKEN={secret}",

@@ -54,7 +54,7 @@ def _free_port() -> int:
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     binary = shutil.which("docker-registry")
     if binary is None:
-        pytest.skip("no docker-registry (scripts/install-registry.sh installs Debian's package)")
+        pytest.skip("no docker-registry (scripts/setup/install-registry.sh installs Debian's package)")
     if subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode != 0:
         pytest.skip("no Docker engine answers")
     for image in (RUNNER_IMAGE, BASE_IMAGE):

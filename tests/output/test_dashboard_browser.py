@@ -90,7 +90,7 @@ def test_the_renderer_escapes_and_links_only_what_it_builds() -> None:
 
 
 pytestmark_browser = pytest.mark.skipif(find_chromium() is None,
-                                        reason="no Chromium (scripts/setup-chromium.sh installs Debian's chromium)")
+                                        reason="no Chromium (scripts/setup/setup-chromium.sh installs Debian's chromium)")
 
 
 @pytestmark_browser

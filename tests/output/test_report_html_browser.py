@@ -20,7 +20,7 @@ from acp_journeys.output.html.htmlsafe import clean
 from acp_journeys.rules.catalog import JOURNEY_IDS
 
 pytestmark = pytest.mark.skipif(find_chromium() is None,
-                                reason="no Chromium (scripts/setup-chromium.sh installs Debian's chromium)")
+                                reason="no Chromium (scripts/setup/setup-chromium.sh installs Debian's chromium)")
 
 HOSTILE_TEXT = fixture_constant("hostile-text", "HOSTILE_TEXT")
 

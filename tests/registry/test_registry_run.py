@@ -132,7 +132,7 @@ def runner_image() -> str:
     try:
         client.images.get(wanted)
     except docker.errors.ImageNotFound:
-        pytest.skip(f"no image {wanted}: run scripts/build-runner-image.sh")
+        pytest.skip(f"no image {wanted}: run scripts/setup/build-runner-image.sh")
     return wanted
 
 

@@ -51,7 +51,7 @@ def image(engine: Any) -> str:
     try:
         engine.images.get(wanted)
     except docker.errors.ImageNotFound:
-        pytest.skip(f"no agent image {wanted}: run scripts/build-runner-image.sh")
+        pytest.skip(f"no agent image {wanted}: run scripts/setup/build-runner-image.sh")
     return wanted
 
 

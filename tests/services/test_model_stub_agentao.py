@@ -1,6 +1,6 @@
 """A real third-party agent against the model stub: agentao (PyPI `agentao`, `agentao --acp`),
-pinned in scripts/setup-agentao.sh, which installs it in build/agentao-venv and exports
-ACP_JOURNEYS_AGENTAO; scripts/build-agentao-image.sh puts the same version in an agent image
+pinned in scripts/setup/setup-agentao.sh, which installs it in build/agentao-venv and exports
+ACP_JOURNEYS_AGENTAO; scripts/setup/build-agentao-image.sh puts the same version in an agent image
 for docker mode. With no Python 3.10+ (or no Docker engine) these tests skip.
 
 It takes its model from the environment: LLM_PROVIDER, OPENAI_BASE_URL, OPENAI_MODEL (settings,
@@ -33,7 +33,7 @@ ARGS = ("--timeout-scale", "1", "--parallel", str(min(7, 2 * (os.cpu_count() or 
         "--setting", "OPENAI_BASE_URL={model_url}/v1", "--env", "OPENAI_API_KEY=stub-key",
         "--setting", "LLM_PROVIDER=openai", "--setting", "OPENAI_MODEL=acp-journeys-stub")
 
-pytestmark = pytest.mark.skipif(not AGENTAO, reason="no agentao: scripts/setup-agentao.sh found no Python 3.10+ "
+pytestmark = pytest.mark.skipif(not AGENTAO, reason="no agentao: scripts/setup/setup-agentao.sh found no Python 3.10+ "
                                 "(or set ACP_JOURNEYS_AGENTAO to an agentao executable)")
 
 
@@ -65,7 +65,7 @@ def test_agentao_gets_its_predicted_verdict_in_containers(tmp_path: Path) -> Non
     try:
         labels = docker.from_env(timeout=30).images.get(IMAGE).labels or {}
     except Exception as exc:
-        pytest.skip(f"docker mode needs an engine and {IMAGE} ({type(exc).__name__}); scripts/setup-agentao.sh "
+        pytest.skip(f"docker mode needs an engine and {IMAGE} ({type(exc).__name__}); scripts/setup/setup-agentao.sh "
                     "builds it when an engine runs")
     assert (labels.get("org.acp-journeys.pypi-requirement") or "").startswith("agentao=="), \
         f"{IMAGE} is not an agentao image of ours"

@@ -1,5 +1,5 @@
 """A real third-party agent against the model stub: Claude Code through Zed's adapter
-(npm `@agentclientprotocol/claude-agent-acp`, pinned in scripts/setup-claude-acp.sh, which
+(npm `@agentclientprotocol/claude-agent-acp`, pinned in scripts/setup/setup-claude-acp.sh, which
 exports ACP_JOURNEYS_CLAUDE_ACP; with no node these tests skip).
 
 It reads ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY (the key with `--env`, a secret; the rest
@@ -49,7 +49,7 @@ ARGS = ("--timeout-scale", "1", "--parallel", str(min(7, 2 * (os.cpu_count() or 
         "--setting", "ANTHROPIC_BASE_URL={model_url}", "--env", "ANTHROPIC_API_KEY=stub-key",
         "--setting", "IS_SANDBOX=1", "--setting", "ENABLE_TOOL_SEARCH=false")
 
-pytestmark = pytest.mark.skipif(not CLAUDE_ACP, reason="no claude-agent-acp: scripts/setup-claude-acp.sh found no "
+pytestmark = pytest.mark.skipif(not CLAUDE_ACP, reason="no claude-agent-acp: scripts/setup/setup-claude-acp.sh found no "
                                 "node 20+ (or set ACP_JOURNEYS_CLAUDE_ACP to a claude-agent-acp executable)")
 
 

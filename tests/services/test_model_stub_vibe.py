@@ -1,8 +1,8 @@
 """A real third-party agent against the model stub: Mistral Vibe (PyPI `mistral-vibe`, `vibe-acp`).
 
-`scripts/test.sh` installs it (`scripts/setup-vibe.sh`: Vibe needs Python 3.12 or newer, so it
+`scripts/test.sh` installs it (`scripts/setup/setup-vibe.sh`: Vibe needs Python 3.12 or newer, so it
 lives in build/vibe-venv) and exports ACP_JOURNEYS_VIBE_ACP; with no such Python on the machine
-these tests skip. `scripts/build-vibe-image.sh` puts the same install in an agent image for
+these tests skip. `scripts/setup/build-vibe-image.sh` puts the same install in an agent image for
 docker mode. Vibe takes an OpenAI-compatible provider from `~/.vibe/config.toml`: the runner
 writes `examples/vibe/config.toml` there with `--model-stub-config-template`, its endpoint's
 address filled in, in a home of the journey's own (the container user's home in docker mode).
@@ -32,7 +32,7 @@ PREDICTED = {"plan-turn-saved-plan": ["no-plan-mode"], "plan-regular-plan": ["no
 ARGS = ("--timeout-scale", "1", "--parallel", str(min(7, os.cpu_count() or 1)), "--model-stub",
         "--model-stub-config-template", f"{TEMPLATE}:.vibe/config.toml", "--env", "STUB_API_KEY=stub")
 
-pytestmark = pytest.mark.skipif(not VIBE_ACP, reason="no vibe-acp: scripts/setup-vibe.sh found no Python 3.12+ "
+pytestmark = pytest.mark.skipif(not VIBE_ACP, reason="no vibe-acp: scripts/setup/setup-vibe.sh found no Python 3.12+ "
                                 "(or set ACP_JOURNEYS_VIBE_ACP to a vibe-acp executable)")
 
 
@@ -72,11 +72,11 @@ def _vibe_image() -> str:
         client = docker.from_env(timeout=30)
         labels = client.images.get(IMAGE).labels or {}
     except Exception as exc:
-        pytest.skip(f"docker mode needs an engine and {IMAGE} ({type(exc).__name__}); scripts/setup-vibe.sh "
+        pytest.skip(f"docker mode needs an engine and {IMAGE} ({type(exc).__name__}); scripts/setup/setup-vibe.sh "
                     "builds it when an engine runs")
-    # The image holds the same install at the same paths (scripts/build-vibe-image.sh).
+    # The image holds the same install at the same paths (scripts/setup/build-vibe-image.sh).
     inside = labels.get("org.acp-journeys.vibe-acp")
-    assert inside == VIBE_ACP, f"{IMAGE} holds {inside}, not {VIBE_ACP}: run scripts/build-vibe-image.sh"
+    assert inside == VIBE_ACP, f"{IMAGE} holds {inside}, not {VIBE_ACP}: run scripts/setup/build-vibe-image.sh"
     return inside
 
 
