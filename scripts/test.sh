@@ -19,7 +19,7 @@ agentao="$(scripts/setup/setup-agentao.sh)"; [ -z "$agentao" ] || export ACP_JOU
 # cases $ACP_JOURNEYS_TABLE_WORKERS at once (pytest-xdist, default 3): a case mostly waits out
 # Rondar's own bounds (10 s to exit, 30 s to cancel), and its verdict must not depend on load
 # (the soak runs them so, beside other suites). The rest of the suite stays serial.
-tables=(tests/test_fixture_verdicts.py tests/test_fixture_verdicts_docker.py)
+tables=(tests/fixture_tables/test_fixture_verdicts.py tests/fixture_tables/test_fixture_verdicts_docker.py)
 named=0
 for arg in "$@"; do case "$arg" in -*) ;; *) [ ! -e "${arg%%::*}" ] || named=1 ;; esac; done
 set +e
@@ -51,15 +51,15 @@ if [ "${ACP_JOURNEYS_SKIP_DOCKER:-}" != "1" ] && [ "${ACP_JOURNEYS_SKIP_PRIVATE_
   set +e
   DOCKER_HOST="$private_host" ACP_JOURNEYS_RUNNER_IMAGE="$runner" ACP_JOURNEYS_TEST_IMAGE="$runner" \
     .venv/bin/python -m pytest -q -p no:cacheprovider \
-    "tests/test_docker_launch.py::test_a_double_forked_setsid_daemon_is_found_and_killed" \
-    "tests/test_docker_launch.py::test_the_mcp_relay_reaches_the_runner_and_counts_as_a_leftover" \
-    "tests/test_docker_launch.py::test_a_runner_in_a_container_shares_the_mcp_socket_through_a_named_volume" \
-    "tests/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[leave-sleep]" \
-    "tests/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[no-tool-call]" \
-    "tests/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[leave-daemon]" \
-    "tests/test_docker_launch.py::test_a_daemon_named_as_our_holder_is_a_leftover" \
-    "tests/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[disguised-daemon]" \
-    "tests/test_action.py::test_end_to_end_a_cancelled_run_stops_the_journeys_cleanly"
+    "tests/launch/test_docker_launch.py::test_a_double_forked_setsid_daemon_is_found_and_killed" \
+    "tests/launch/test_docker_launch.py::test_the_mcp_relay_reaches_the_runner_and_counts_as_a_leftover" \
+    "tests/launch/test_docker_launch.py::test_a_runner_in_a_container_shares_the_mcp_socket_through_a_named_volume" \
+    "tests/fixture_tables/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[leave-sleep]" \
+    "tests/fixture_tables/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[no-tool-call]" \
+    "tests/fixture_tables/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[leave-daemon]" \
+    "tests/launch/test_docker_launch.py::test_a_daemon_named_as_our_holder_is_a_leftover" \
+    "tests/fixture_tables/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[disguised-daemon]" \
+    "tests/action/test_action.py::test_end_to_end_a_cancelled_run_stops_the_journeys_cleanly"
   private_code=$?
   set -e
   echo "test: the private-cgroupns session exited $private_code" >&2

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Debian's docker-registry (the CNCF distribution registry), for the tests that push and pull
-# images on loopback (tests/test_registry.py starts and stops it itself). Installs the pinned
+# images on loopback (tests/launch/test_registry.py starts and stops it itself). Installs the pinned
 # version when apt has it, else the candidate; apt runs under a lock so that two callers never
 # run it at once. Does nothing when it is installed. Needs root to install.
 set -euo pipefail

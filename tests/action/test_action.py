@@ -33,7 +33,7 @@ from conftest import FIXTURE_AGENTS, fixture_agent_dir
 from fake_github import FakeGitHub, serve
 from ruamel.yaml import YAML
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 STEPS = ROOT / "action" / "steps.sh"
 BIN = Path(sys.executable).parent
 WORKFLOWS = [*sorted((ROOT / ".github" / "workflows").glob("*.yml")),

@@ -29,7 +29,7 @@ from test_action import (RUNNER_IMAGE, SHA, TOKEN, _as_workflow, _cleanup_image,
 
 from acp_journeys.rules import catalog
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MERGE = ROOT / "merge"
 MERGE_STEPS = ROOT / "action" / "merge-steps.sh"
 DOWNLOAD = "actions/download-artifact@3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c"  # v8.0.1

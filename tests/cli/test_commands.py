@@ -24,7 +24,7 @@ from acp_journeys.output.markdown import summary_markdown
 from acp_journeys.rules import catalog
 from acp_journeys.rules.evidence import ProcessEvidence
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -25,7 +25,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 AGENT = ROOT / "src/acp_journeys/demo/reference_agent.py"
 SCHEMA = json.loads((ROOT / "src/acp_journeys/schemas/acp-schema-v1.json").read_text())
 

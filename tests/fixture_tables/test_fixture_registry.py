@@ -1,7 +1,7 @@
 """The fixture agents against the catalog, both ways, read from their files (no agent runs here).
 
 Every failure id that an agent can cause is the verdict of at least one fixture, so each id of
-the table is seen failing for real by tests/test_fixture_verdicts.py; and every fixture names only
+the table is seen failing for real by tests/fixture_tables/test_fixture_verdicts.py; and every fixture names only
 journeys and ids of the catalog.
 """
 

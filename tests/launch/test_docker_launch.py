@@ -34,7 +34,7 @@ from acp_journeys.launch.docker import engine as engine_calls  # noqa: E402
 from acp_journeys.launch.seam import SESSION_FILES_DIR  # noqa: E402
 from conftest import build_user_image, fixture_agent_dir  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EMPTY_IMAGE = "acp-journeys/test-empty:latest"
 
 

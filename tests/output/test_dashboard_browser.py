@@ -82,7 +82,7 @@ def test_the_renderer_escapes_and_links_only_what_it_builds() -> None:
     assert page.count("<script") == 1 and "<img" not in page and 'href="javascript:' not in page
     assert "&lt;script&gt;document.title=&quot;pwned&quot;&lt;/script&gt;" in page
     assert 'href="https://example.org/docs/journeys.md#failure-no-plan-mode"' in page
-    doc = (Path(__file__).parent.parent / "docs" / "journeys.md").read_text()
+    doc = (Path(__file__).parents[2] / "docs" / "journeys.md").read_text()
     assert 'id="failure-no-plan-mode"' in doc and 'id="failure-session-new-error"' in doc
     assert 'href="agents/beta/report.html#j-plan-regular-plan"' in page
     assert "agents/../../evil" not in page

@@ -1,6 +1,6 @@
 """The HTML report without a browser: its CSP, its escaping, its links, its timeline, its options.
 
-(tests/test_report_html_browser.py opens the pages of real fixture runs in headless Chromium.)
+(tests/output/test_report_html_browser.py opens the pages of real fixture runs in headless Chromium.)
 """
 
 from __future__ import annotations

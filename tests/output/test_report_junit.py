@@ -12,7 +12,7 @@ from acp_journeys.output.junit import write_junit
 from acp_journeys.rules.baseline import apply_baseline, parse_baseline
 from acp_journeys.rules.catalog import JOURNEYS
 
-SCHEMA = etree.XMLSchema(etree.parse(str(Path(__file__).parent / "data" / "junit.xsd")))
+SCHEMA = etree.XMLSchema(etree.parse(str(Path(__file__).parents[1] / "data" / "junit.xsd")))
 
 
 def load(path: Path) -> etree._Element:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "src" / "acp_journeys"
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "acp_journeys"
 
 ALLOWED: dict[str, set[str]] = {
     "rules": set(),
@@ -153,7 +153,7 @@ def loaded_io_modules(code: str) -> list[str]:
              f"or any(m.startswith(p + '.') for p in {FORBIDDEN_AT_RUNTIME!r}))\n"
              "print('\\n'.join(bad))")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
-                          cwd=Path(__file__).parent)
+                          cwd=Path(__file__).parents[1])
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.split()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from acp_journeys.rules.catalog import FAILURES, JOURNEY_FAILURES, JOURNEY_IDS, JOURNEYS, anchor_for
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "journeys.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "journeys.md"
 TEXT = DOC.read_text(encoding="utf-8")
 ANCHORS = re.findall(r'<a id="([^"]+)"></a>', TEXT)
 

@@ -29,7 +29,7 @@ import pytest
 
 from acp_journeys.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / "build" / "registry-cache"
 ENTRY = {"id": "gemini", "name": "Gemini CLI", "version": "0.61.0", "description": "Google's official CLI for Gemini",
          "repository": "https://github.com/google-gemini/gemini-cli", "license": "Apache-2.0",

@@ -23,7 +23,7 @@ from acp_journeys.registry.runs import RunOptions, run_args
 from acp_journeys.registry.shards import ShardError, parse_shard, select_shard, shard_of
 from acp_journeys.registry.source import BadEntry, Entry, SourceError, parse_entry, read_source
 
-SNAPSHOT = Path(__file__).parent / "data" / "registry" / "snapshot"
+SNAPSHOT = Path(__file__).parents[1] / "data" / "registry" / "snapshot"
 REAL = {"agentao": "uvx", "claude-acp": "npx", "codex-acp": "npx", "deepagents": "npx", "fast-agent": "uvx",
         "gemini": "npx", "gptme": "uvx", "kimi": "binary", "mistral-vibe": "binary", "qwen-code": "npx"}
 

@@ -20,7 +20,7 @@ from conftest import FAST_SCALE
 from registry_fixtures import make_registry
 from ruamel.yaml import YAML
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / "examples" / "workflows" / "registry-nightly.yml"
 BIN = Path(sys.executable).parent
 

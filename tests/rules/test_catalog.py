@@ -19,7 +19,7 @@ from acp_journeys.editor.journeys import SCRIPTS
 from acp_journeys.editor.session import AgentSession, Bounds, JourneyContext
 from acp_journeys.output.html import timeline
 
-DOC = (Path(__file__).resolve().parent.parent / "docs" / "journeys.md").read_text(encoding="utf-8")
+DOC = (Path(__file__).resolve().parents[2] / "docs" / "journeys.md").read_text(encoding="utf-8")
 # A journey's section opens with its anchor and a heading that names its id: `## 3. Title (`id`)`.
 DOC_JOURNEYS = {m["id"]: (m["anchor"], m["title"]) for m in re.finditer(
     r'<a id="(?P<anchor>step-\d+)"></a>\s+## \d+\. (?P<title>[^\n]+?) \(`(?P<id>[a-z-]+)`\)\n', DOC)}

@@ -1,6 +1,6 @@
 """The protocol tier's catalog, judge and outputs, without an agent process (built evidence, not mocks).
 
-The fixture agents that fail each check for real are in tests/test_fixture_verdicts.py; here: the
+The fixture agents that fail each check for real are in tests/fixture_tables/test_fixture_verdicts.py; here: the
 catalog and the judge hold the same ids both ways, the docs explain each, a SHOULD never fails,
 checks skip what the evidence lacks, `verify` re-judges a hand-edited tier, and agent text in a
 detail never becomes markup or a line of its own in any output.

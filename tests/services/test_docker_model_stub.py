@@ -331,7 +331,7 @@ def test_a_runner_in_a_container_serves_the_stub_through_the_named_volume(image:
         pytest.skip("the engine is not on a local Unix socket")
     helpers = agent_side.find_helpers()
     assert helpers is not None
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     run_id = f"test-model-inside-{uuid.uuid4().hex[:8]}"
     volume = engine.api.create_volume(name=f"acpj-{run_id}", labels=labels.run_labels(run_id, "test", time.time()))["Name"]
     try:

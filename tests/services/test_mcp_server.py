@@ -434,7 +434,7 @@ def test_serve_stdio_with_the_official_client():
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    src = str(Path(__file__).resolve().parents[1] / "src")
+    src = str(Path(__file__).resolve().parents[2] / "src")
     code = "import asyncio; from acp_journeys.services.mcp_hub import serve_stdio; asyncio.run(serve_stdio())"
     params = StdioServerParameters(
         command=sys.executable, args=["-c", code], env={"PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -481,7 +481,7 @@ def test_entry_command_and_limits(socket_dir):
 
 
 def test_import_is_cheap():
-    src = str(Path(__file__).resolve().parents[1] / "src")
+    src = str(Path(__file__).resolve().parents[2] / "src")
     probe = "import sys, acp_journeys.services.mcp_hub; print(sorted(m for m in ('mcp', 'anyio', 'pydantic') if m in sys.modules))"
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=10, env={**os.environ, "PYTHONPATH": src}

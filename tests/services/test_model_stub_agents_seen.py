@@ -42,7 +42,7 @@ from acp_journeys.services.model_stub import ModelStub, hints
 from acp_journeys.services.model_stub.conversation import Conversation, Decision, Message, ToolCall, ToolResult, ToolSpec
 from acp_journeys.services.model_stub.script import decide
 
-DATA = Path(__file__).parent / "data" / "model-requests"
+DATA = Path(__file__).parents[1] / "data" / "model-requests"
 
 
 def recording(name: str) -> dict[str, Any]:
