@@ -5,7 +5,8 @@ rules/ is pure and imports no other wing; protocol/ and launch/ are the ground; 
 rules/ and protocol/; editor/ and output/ stand on rules/ and protocol/ (the editor also on
 launch/'s public seam); runner.py ties them together; registry/ stands on runner.py; cli/ is the top. demo/ is the stdlib
 reference agent and knows none of it. An import inside a function counts like one at the top
-(a lazy import is still an arrow), and so does one under `TYPE_CHECKING`.
+(a lazy import is still an arrow), and so does one under `TYPE_CHECKING`. At the end: the folders
+around the code show their purpose (scripts/ by who runs it, tests/ by wing).
 """
 
 from __future__ import annotations
@@ -229,3 +230,49 @@ def test_the_readme_tree_names_every_module():
     folders = [str(p.relative_to(PACKAGE)) for p in sorted(PACKAGE.iterdir())
                if p.is_dir() and not p.name.startswith("__") and f"{p.name}/" not in tree]
     assert folders == []
+
+
+# --- the folders around the code show their purpose (#27 point 3) -------------------------------
+
+ROOT = PACKAGE.parent.parent
+TESTS = ROOT / "tests"
+# scripts/: at its top the commands a person types (the README's two, bootstrap.sh, and what the
+# docs and our messages tell you to run); in folders, by who runs the rest.
+SCRIPT_FOLDERS = {"by-hand", "release", "setup"}
+# tests/: one folder a source wing, named as the wing, and three that are not one: the GitHub
+# Action (action.yml, merge/), the fixture tables, and the project as a whole (these layers, the docs).
+TEST_FOLDERS = (set(ALLOWED) - {"__main__", "__init__"}) | {"action", "fixture_tables", "project"}
+# ...and beside them what tests start or read, never a test: agents, fixture agents, data files.
+SUPPORT_FOLDERS = {"agents", "fixtures", "data"}
+
+
+def _entries(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if not p.name.startswith((".", "__pycache__")))
+
+
+def test_scripts_has_at_most_ten_files_at_its_top_and_the_rest_by_who_runs_it():
+    scripts = ROOT / "scripts"
+    top = [p.name for p in _entries(scripts) if p.is_file()]
+    assert len(top) <= 10, top
+    assert {p.name for p in _entries(scripts) if p.is_dir()} == SCRIPT_FOLDERS
+    assert {"demo.sh", "test.sh", "bootstrap.sh"} <= set(top)  # the README's commands, and their set-up
+    assert [p for f in SCRIPT_FOLDERS for p in _entries(scripts / f) if p.is_dir()] == []
+
+
+def test_every_test_file_sits_in_a_wing_folder():
+    misplaced = [str(p.relative_to(TESTS)) for p in sorted(TESTS.rglob("*.py"))
+                 if p.name.startswith("test_") or p.name.endswith("_test.py")
+                 if p.parent.parent != TESTS or p.parent.name not in TEST_FOLDERS]
+    assert misplaced == []
+    folders = {p.name for p in _entries(TESTS) if p.is_dir()}
+    assert folders - SUPPORT_FOLDERS <= TEST_FOLDERS, folders - SUPPORT_FOLDERS - TEST_FOLDERS
+    assert all(any((TESTS / f).glob("test_*.py")) for f in folders - SUPPORT_FOLDERS)  # no empty wing folder
+    # At the top only the helpers every test imports (conftest.py puts every folder on sys.path).
+    assert all(not p.name.startswith("test_") for p in _entries(TESTS) if p.is_file())
+
+
+def test_test_modules_and_helpers_have_unique_names():
+    # Every test folder is on sys.path and pytest names a test module by its basename.
+    names = [p.name for f in [TESTS, *(TESTS / n for n in sorted(TEST_FOLDERS))] if f.is_dir()
+             for p in f.glob("*.py")]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
