@@ -166,3 +166,24 @@ def test_when_a_journey_fails_links_each_common_failure_to_its_fix() -> None:
     assert len(common) == 9
     for failure_id in [*common, "agent-exited", "timeout", "runner-error"]:
         assert f"[`{failure_id}`](docs/journeys.md#failure-{failure_id})" in failing, failure_id
+
+
+def test_every_path_under_scripts_and_tests_that_is_named_exists() -> None:
+    # scripts/ and tests/ are laid out by purpose (#27 point 3): a path under them that a doc, a
+    # script, a workflow, the action, an example, the code or a test names is a real file or folder.
+    named = [ROOT / n for n in ("README.md", "CONTRIBUTING.md", "run.sh", "Dockerfile", ".ci/run", "action.yml",
+                                "pyproject.toml")]
+    for folder, pattern in (("docs", "*.md"), ("scripts", "**/*"), (".github/workflows", "*.yml"),
+                            ("examples", "**/*"), ("action", "*"), ("merge", "*"), ("bench", "*.py"),
+                            ("src/acp_journeys", "**/*.py"), ("src/acp_journeys/registry/recipes", "*.yaml"),
+                            ("tests", "**/*.py")):
+        named += sorted((ROOT / folder).glob(pattern))
+    missing = []
+    for file in (f for f in named if f.is_file()):
+        text = file.read_text(encoding="utf-8", errors="replace")
+        for path in re.findall(r"(?<![\w.-])((?:scripts|tests)/[\w./+-]*)", text):
+            path = path.rstrip(".")
+            # A name's prefix ("tests/data/model-requests/gemini-cli-") stands for the files it starts.
+            if not ((ROOT / path).exists() or (path.endswith("-") and any(ROOT.glob(path + "*")))):
+                missing.append(f"{file.relative_to(ROOT)}: {path}")
+    assert missing == []
