@@ -4,7 +4,7 @@
 # where run.sh mounts the volume that holds the MCP sockets: a fresh volume takes that mode.
 #
 # Public build:   docker build .             (the base image and PyPI are reached as usual)
-# With no registry: scripts/build-runner-image.sh builds from a context folder that holds
+# With no registry: scripts/setup/build-runner-image.sh builds from a context folder that holds
 # wheels/ (downloaded on the host) and passes a locally built base as BASE_IMAGE.
 # The base by digest (python:3.12-slim: Python 3.12.14 on Debian trixie; bump it together with
 # action/runner-requirements.txt), so that the fallback build is the same on every machine; a
@@ -30,7 +30,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 COPY . /tmp/ctx
 # With wheels/ in the context: install from it alone (no registry), bootstrapping pip from its
 # own wheel when the base has none. Without it: the locked requirements, each checked against its
-# hashes (action/runner-requirements.txt, made by scripts/lock-runner-requirements.sh), then
+# hashes (action/runner-requirements.txt, made by scripts/release/lock-runner-requirements.sh), then
 # acp-journeys itself with no other download.
 RUN set -e; cd /tmp/ctx; \
     if ls wheels/*.whl >/dev/null 2>&1; then \

@@ -86,13 +86,13 @@ if ! docker image inspect "$runner_image" >/dev/null 2>&1; then
             say "base: the public image $base"
         else
             say "the public base $public_base cannot be pulled: building a local Debian base instead"
-            "$here/scripts/build-base-image.sh"
+            "$here/scripts/setup/build-base-image.sh"
             base="acp-journeys/base:bookworm"
         fi
     else
         say "base: $base (from ACP_JOURNEYS_BASE_IMAGE)"
     fi
-    ACP_JOURNEYS_BASE_IMAGE="$base" "$here/scripts/build-runner-image.sh" "$runner_image"
+    ACP_JOURNEYS_BASE_IMAGE="$base" "$here/scripts/setup/build-runner-image.sh" "$runner_image"
 fi
 [ "$have_image" = 1 ] || args=(--image "$runner_image" "${args[@]}")
 

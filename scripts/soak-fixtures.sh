@@ -4,8 +4,8 @@
 #
 #   scripts/soak-fixtures.sh [ROUNDS] [AT_ONCE] [pytest args...]
 #
-# Defaults: 10 rounds of 4 copies at once, of tests/test_fixture_verdicts.py (local mode); pass
-# tests/test_fixture_verdicts_docker.py as a pytest argument for docker mode. Every copy's output
+# Defaults: 10 rounds of 4 copies at once, of tests/fixture_tables/test_fixture_verdicts.py (local mode); pass
+# tests/fixture_tables/test_fixture_verdicts_docker.py as a pytest argument for docker mode. Every copy's output
 # is kept under build/soak/; the exit status is 1 when any copy of any round failed. A table's cases
 # spend most of their time waiting (Rondar's 30 s cancel bound), so `-n 4` (pytest-xdist, in the
 # test extras) runs four cases at once: a round in about 4 minutes instead of 10 to 15, under the
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 rounds=${1:-10}
 at_once=${2:-4}
 shift $(( $# > 2 ? 2 : $# ))
-[ "$#" -gt 0 ] || set -- tests/test_fixture_verdicts.py
+[ "$#" -gt 0 ] || set -- tests/fixture_tables/test_fixture_verdicts.py
 out=build/soak/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"
 failed=0

@@ -7,19 +7,19 @@ cd "$(dirname "$0")/.."
 scripts/bootstrap.sh test
 if [ "${ACP_JOURNEYS_SKIP_DOCKER:-}" != "1" ]; then
   scripts/docker-up.sh
-  scripts/build-base-image.sh
-  scripts/build-runner-image.sh
-  scripts/install-registry.sh  # Debian's docker-registry, for the pull tests on loopback
+  scripts/setup/build-base-image.sh
+  scripts/setup/build-runner-image.sh
+  scripts/setup/install-registry.sh  # Debian's docker-registry, for the pull tests on loopback
 fi
-chromium="$(scripts/setup-chromium.sh)"; [ -z "$chromium" ] || export ACP_JOURNEYS_CHROMIUM="$chromium"
-vibe_acp="$(scripts/setup-vibe.sh)"; [ -z "$vibe_acp" ] || export ACP_JOURNEYS_VIBE_ACP="$vibe_acp"
-claude_acp="$(scripts/setup-claude-acp.sh)"; [ -z "$claude_acp" ] || export ACP_JOURNEYS_CLAUDE_ACP="$claude_acp"
-agentao="$(scripts/setup-agentao.sh)"; [ -z "$agentao" ] || export ACP_JOURNEYS_AGENTAO="$agentao"
+chromium="$(scripts/setup/setup-chromium.sh)"; [ -z "$chromium" ] || export ACP_JOURNEYS_CHROMIUM="$chromium"
+vibe_acp="$(scripts/setup/setup-vibe.sh)"; [ -z "$vibe_acp" ] || export ACP_JOURNEYS_VIBE_ACP="$vibe_acp"
+claude_acp="$(scripts/setup/setup-claude-acp.sh)"; [ -z "$claude_acp" ] || export ACP_JOURNEYS_CLAUDE_ACP="$claude_acp"
+agentao="$(scripts/setup/setup-agentao.sh)"; [ -z "$agentao" ] || export ACP_JOURNEYS_AGENTAO="$agentao"
 # With no test named (no test file or folder among the arguments, as .ci/run passes), the two fixture tables run apart, their
 # cases $ACP_JOURNEYS_TABLE_WORKERS at once (pytest-xdist, default 3): a case mostly waits out
 # Rondar's own bounds (10 s to exit, 30 s to cancel), and its verdict must not depend on load
 # (the soak runs them so, beside other suites). The rest of the suite stays serial.
-tables=(tests/test_fixture_verdicts.py tests/test_fixture_verdicts_docker.py)
+tables=(tests/fixture_tables/test_fixture_verdicts.py tests/fixture_tables/test_fixture_verdicts_docker.py)
 named=0
 for arg in "$@"; do case "$arg" in -*) ;; *) [ ! -e "${arg%%::*}" ] || named=1 ;; esac; done
 set +e
@@ -43,23 +43,23 @@ fi
 
 # GitHub's runners give containers a private cgroup namespace: the docker tests of process
 # tracking, leftovers and the cancel journey's process check run again on an engine of our own
-# that does so (scripts/docker-private-up.sh), then it stops. The shared engine is left alone.
+# that does so (scripts/setup/docker-private-up.sh), then it stops. The shared engine is left alone.
 if [ "${ACP_JOURNEYS_SKIP_DOCKER:-}" != "1" ] && [ "${ACP_JOURNEYS_SKIP_PRIVATE_CGROUPNS:-}" != "1" ]; then
   runner="${ACP_JOURNEYS_RUNNER_IMAGE:-acp-journeys/runner:dev}"
-  trap 'scripts/docker-private-up.sh down || true' EXIT
-  private_host="$(scripts/docker-private-up.sh up acp-journeys/base:bookworm "$runner")"
+  trap 'scripts/setup/docker-private-up.sh down || true' EXIT
+  private_host="$(scripts/setup/docker-private-up.sh up acp-journeys/base:bookworm "$runner")"
   set +e
   DOCKER_HOST="$private_host" ACP_JOURNEYS_RUNNER_IMAGE="$runner" ACP_JOURNEYS_TEST_IMAGE="$runner" \
     .venv/bin/python -m pytest -q -p no:cacheprovider \
-    "tests/test_docker_launch.py::test_a_double_forked_setsid_daemon_is_found_and_killed" \
-    "tests/test_docker_launch.py::test_the_mcp_relay_reaches_the_runner_and_counts_as_a_leftover" \
-    "tests/test_docker_launch.py::test_a_runner_in_a_container_shares_the_mcp_socket_through_a_named_volume" \
-    "tests/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[leave-sleep]" \
-    "tests/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[no-tool-call]" \
-    "tests/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[leave-daemon]" \
-    "tests/test_docker_launch.py::test_a_daemon_named_as_our_holder_is_a_leftover" \
-    "tests/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[disguised-daemon]" \
-    "tests/test_action.py::test_end_to_end_a_cancelled_run_stops_the_journeys_cleanly"
+    "tests/launch/test_docker_launch.py::test_a_double_forked_setsid_daemon_is_found_and_killed" \
+    "tests/launch/test_docker_launch.py::test_the_mcp_relay_reaches_the_runner_and_counts_as_a_leftover" \
+    "tests/launch/test_docker_launch.py::test_a_runner_in_a_container_shares_the_mcp_socket_through_a_named_volume" \
+    "tests/fixture_tables/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[leave-sleep]" \
+    "tests/fixture_tables/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[no-tool-call]" \
+    "tests/fixture_tables/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[leave-daemon]" \
+    "tests/launch/test_docker_launch.py::test_a_daemon_named_as_our_holder_is_a_leftover" \
+    "tests/fixture_tables/test_fixture_verdicts_docker.py::test_fixture_verdict_is_the_same_in_containers[disguised-daemon]" \
+    "tests/action/test_action.py::test_end_to_end_a_cancelled_run_stops_the_journeys_cleanly"
   private_code=$?
   set -e
   echo "test: the private-cgroupns session exited $private_code" >&2

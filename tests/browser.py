@@ -1,6 +1,6 @@
 """Headless Chromium for the HTML report's tests, the benchmark and the README's screenshot.
 
-A real browser (Debian's `chromium`, installed by scripts/setup-chromium.sh), driven over the
+A real browser (Debian's `chromium`, installed by scripts/setup/setup-chromium.sh), driven over the
 DevTools protocol with a small WebSocket client of the standard library: no browser package.
 Each `Chromium` is a fresh profile in a temp folder, started with no network service worth the
 name (no sync, no component updates, no background networking) and removed at the end; every
@@ -199,7 +199,7 @@ class Chromium:
     def __init__(self, binary: str | None = None) -> None:
         found = binary or find_chromium()
         if found is None:
-            raise FileNotFoundError("no chromium on PATH (scripts/setup-chromium.sh installs it)")
+            raise FileNotFoundError("no chromium on PATH (scripts/setup/setup-chromium.sh installs it)")
         self.binary = found
         self.profile = tempfile.mkdtemp(prefix="acpj-chromium-")
         self.proc: subprocess.Popen[bytes] | None = None

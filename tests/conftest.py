@@ -13,6 +13,17 @@ from pathlib import Path
 
 import pytest
 
+# The tests sit in a folder per wing (tests/rules/, tests/launch/, ...); the helpers beside this
+# file (conftest, sample_results, fake_github, ...) and a few tables of other test modules
+# (`from test_fixture_verdicts import ALL`) are imported by module name, as pytest's default
+# (prepend) import mode names test modules. So this folder and every test folder are on sys.path
+# before any test module loads, also when one file runs alone. Test basenames are unique across
+# folders (tests/project/test_architecture.py holds it; pytest refuses duplicates anyway).
+TESTS = Path(__file__).resolve().parent
+for _folder in [*sorted(p for p in TESTS.iterdir() if p.is_dir() and any(p.glob("test_*.py"))), TESTS]:
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
+
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_AGENT = ROOT / "src" / "acp_journeys" / "demo" / "reference_agent.py"
 AGENTS = Path(__file__).resolve().parent / "agents"

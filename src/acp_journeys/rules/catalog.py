@@ -4,7 +4,7 @@ One row per journey (`JOURNEYS`): its id, title, doc anchor, how many agent proc
 its own failure ids, the turns its script sends and the markers its checks look for. Every other
 table keyed by journey id is derived from these rows (`JOURNEY_FAILURES` here, what a pass needs
 in the judge) or is code that must name the same ids (the judge's checks, the journey scripts;
-tests/test_catalog.py holds them to the same set, both ways, with the anchors of the docs).
+tests/rules/test_catalog.py holds them to the same set, both ways, with the anchors of the docs).
 `RULES` holds Rondar's own bounds, which the judge and the driver both read.
 
 Rules of this module: data only. Every failure id is stable (it is in result.json, baselines and

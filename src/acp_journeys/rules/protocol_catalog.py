@@ -2,7 +2,7 @@
 
 Each row has a stable id (it is in result.json and users' CI logs), its level as the ACP spec
 words the rule (MUST or SHOULD), the link to the spec's section, what it checks and what to fix.
-`rules/protocol_tier.py` holds one check function per row (tests/test_protocol_tier.py holds them
+`rules/protocol_tier.py` holds one check function per row (tests/rules/test_protocol_tier.py holds them
 to the same set); docs/protocol-tier.md explains each row, by the same id.
 
 Rules of this module: data only. The tier never changes Rondar's verdict: it has its own.
