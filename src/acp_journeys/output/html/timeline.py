@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -196,6 +196,34 @@ def journey_timeline(journey: Mapping[str, Any]) -> JourneyTimeline:
             lane_owner(w.get("process")).points.append(
                 Point(at, "process", "warning", f"warning: {short(kind, 20)}", short(w.get("message"), DETAIL_CHARS),
                       tone="warn"))
+    _add_frame_points(frames, lane_owner)
+
+    journey_points: list[Point] = []
+    for m in as_list(evidence.get("mcp_calls_outside_turns")):
+        point = _mcp_point(as_dict(m), lane="mcp")
+        if point is not None:
+            journey_points.append(point)
+    for record in as_list(evidence.get("model_requests")):
+        point = _model_request_point(as_dict(record))
+        if point is not None:
+            journey_points.append(point)
+
+    end = max([num(journey.get("duration_s")) or 0.0]
+              + [t for p in (*[q for proc in processes.values() for q in proc.points], *journey_points)
+                 for t in (p.at, p.end) if t is not None]
+              + [num(f.get("at")) or 0.0 for f in frames])
+    for owner in processes.values():
+        if len(owner.points) > POINTS_KEPT:
+            owner.points = sorted(owner.points, key=lambda q: q.at)[:POINTS_KEPT]
+    if len(journey_points) > POINTS_KEPT:
+        journey_points = sorted(journey_points, key=lambda q: q.at)[:POINTS_KEPT]
+    ordered = [processes[i] for i in sorted(processes)]
+    return JourneyTimeline(end=end, processes=ordered, journey_points=journey_points,
+                           updates_kept=transcript is not None)
+
+
+def _add_frame_points(frames: list[dict[str, Any]], lane_owner: Callable[[Any], ProcessTimeline]) -> None:
+    """The agent's frames on its process's lane: each update, and each status of a tool call."""
     for i, frame in enumerate(frames):
         at = num(frame.get("at"))
         if at is None or as_str(frame.get("direction")) != "from-agent":
@@ -211,39 +239,22 @@ def journey_timeline(journey: Mapping[str, Any]) -> JourneyTimeline:
                                       f"{short(info.status, 40)} (frame {i + 1})",
                                       group=f"call:{info.tool_call_id}"))
 
-    journey_points: list[Point] = []
-    for m in as_list(evidence.get("mcp_calls_outside_turns")):
-        point = _mcp_point(as_dict(m), lane="mcp")
-        if point is not None:
-            journey_points.append(point)
-    for record in as_list(evidence.get("model_requests")):
-        record = as_dict(record)
-        at = num(record.get("at"))
-        if at is None:
-            continue
-        decision = as_dict(record.get("decision"))
-        said = (f"tool {short(decision.get('tool_call'), 24)}" if decision.get("tool_call") else
-                "text" if "text" in decision else short(record.get("dialect") or "request", 24))
-        status = record.get("status")
-        bad = isinstance(status, int) and status >= 400
-        detail = "; ".join(x for x in (
-            f"#{as_str(record.get('seq'))} {as_str(record.get('method'))} {as_str(record.get('path'))}",
-            f"status {as_str(status)}", f"intent {as_str(record.get('intent'))}" if record.get("intent") else "",
-            short(record.get("why"), 300)) if x)
-        journey_points.append(Point(at, "model", "model", f"model: {said}", detail, tone="bad" if bad else ""))
 
-    end = max([num(journey.get("duration_s")) or 0.0]
-              + [t for p in (*[q for proc in processes.values() for q in proc.points], *journey_points)
-                 for t in (p.at, p.end) if t is not None]
-              + [num(f.get("at")) or 0.0 for f in frames])
-    for owner in processes.values():
-        if len(owner.points) > POINTS_KEPT:
-            owner.points = sorted(owner.points, key=lambda q: q.at)[:POINTS_KEPT]
-    if len(journey_points) > POINTS_KEPT:
-        journey_points = sorted(journey_points, key=lambda q: q.at)[:POINTS_KEPT]
-    ordered = [processes[i] for i in sorted(processes)]
-    return JourneyTimeline(end=end, processes=ordered, journey_points=journey_points,
-                           updates_kept=transcript is not None)
+def _model_request_point(record: Mapping[str, Any]) -> Point | None:
+    """One request to the model stub on the journey's lane: what the stub decided, and why."""
+    at = num(record.get("at"))
+    if at is None:
+        return None
+    decision = as_dict(record.get("decision"))
+    said = (f"tool {short(decision.get('tool_call'), 24)}" if decision.get("tool_call") else
+            "text" if "text" in decision else short(record.get("dialect") or "request", 24))
+    status = record.get("status")
+    bad = isinstance(status, int) and status >= 400
+    detail = "; ".join(x for x in (
+        f"#{as_str(record.get('seq'))} {as_str(record.get('method'))} {as_str(record.get('path'))}",
+        f"status {as_str(status)}", f"intent {as_str(record.get('intent'))}" if record.get("intent") else "",
+        short(record.get("why"), 300)) if x)
+    return Point(at, "model", "model", f"model: {said}", detail, tone="bad" if bad else "")
 
 
 def _process_points(p: Mapping[str, Any], argv: str) -> list[Point]:
