@@ -26,7 +26,7 @@ from acp_journeys.rules.evidence import (
     RunResult,
     TurnEvidence,
 )
-from acp_journeys.rules.model_requests import NO_REQUEST, RequestRecord, explains, hints, stub_failures
+from acp_journeys.rules.model_requests import NO_REQUEST, explains, hints, stub_failures
 
 EXIT_BOUND_S = catalog.RULES.exit_s
 """Rondar: the agent ends by itself in 10 seconds after its input closes (the catalog's RULES)."""
@@ -171,20 +171,20 @@ def judge_journey(evidence: JourneyEvidence, *, strict: bool = False,
     if missing and (not findings.items or any(m.startswith("marker") for m in missing)):
         findings.add("evidence-incomplete", "; ".join(missing))
     if evidence.model_stub_used:
-        ours = model_stub_failures(evidence.model_requests)
+        ours = stub_failures(evidence.model_requests)
         if ours and findings.items:
             # The scripted model refused or broke on a request of the agent: the journey failed
             # because of acp-journeys, so it is our error and the agent's failures are not its.
             first = ours[0]
             detail = (f"the model stub (acp-journeys' scripted model) answered {len(ours)} request(s) of the agent "
-                      f"with an error, first {first['status']} {first.get('error') or ''}; the journey would "
+                      f"with an error, first {first.status} {first.error or ''}; the journey would "
                       f"otherwise fail with {', '.join(findings.items)}").strip()
             return Judgement("error", [_runner_error(evidence.journey, docs_url, detail)], warnings)
         for request in ours:
-            warnings.append(f"model endpoint: the stub answered a request with {request['status']} "
-                            f"(acp-journeys' failure): {request.get('error') or ''}")
+            warnings.append(f"model endpoint: the stub answered a request with {request.status} "
+                            f"(acp-journeys' failure): {request.error or ''}")
         # What reached the scripted model says why the agent's plumbing failed.
-        for hint in model_hints(evidence.model_requests):
+        for hint in hints(evidence.model_requests):
             # Each hint only with the failures it explains (never a leftover process, say), and
             # no request to the model is no news in a journey that never sent a prompt.
             if hint == NO_REQUEST and not evidence.turns:
@@ -197,12 +197,6 @@ def judge_journey(evidence: JourneyEvidence, *, strict: bool = False,
                     f"model endpoint: {hint}"
     verdict: Verdict = "fail" if findings.items else "pass"
     return Judgement(verdict, list(findings.items.values()), warnings)
-
-
-def model_stub_failures(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The model requests that the stub failed to serve (4xx or 5xx of ours)."""
-    failed = {r.seq for r in stub_failures([RequestRecord.from_dict(r) for r in requests])}
-    return [r for r in requests if r.get("seq") in failed]
 
 
 def _runner_error(journey_id: str, docs_url: str, detail: str) -> Failure:
@@ -235,13 +229,6 @@ def missing_evidence(evidence: JourneyEvidence) -> list[str]:
     if evidence.journey.startswith("plan-") and evidence.plan_switch is None:
         missing.append("the session's modes (plan_switch)")
     return missing
-
-
-def model_hints(requests: list[dict[str, Any]]) -> list[str]:
-    try:
-        return hints([RequestRecord.from_dict(r) for r in requests])
-    except (TypeError, ValueError, AttributeError, KeyError):  # a hand-made record: no hint, no crash
-        return ["the records of the model endpoint cannot be read"]
 
 
 def judge_result(result: RunResult) -> RunResult:
