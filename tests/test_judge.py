@@ -27,8 +27,8 @@ from acp_journeys.rules.evidence import (
     ToolCallEvidence,
     TurnEvidence,
 )
+from acp_journeys.rules.journey_checks import CANCEL_BOUND_S
 from acp_journeys.rules.judge import (
-    CANCEL_BOUND_S,
     EXIT_BOUND_S,
     Judgement,
     judge_journey,
