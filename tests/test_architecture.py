@@ -243,7 +243,6 @@ LONG_MODULES = {
     "demo/reference_agent.py": 1000,
     "launch/docker/sandbox.py": 620,
     "launch/local.py": 575,
-    "output/html/timeline.py": 500,
     "output/html/report.py": 480,
     "services/model_stub/server.py": 470,
     "services/model_stub/script.py": 470,
