@@ -44,6 +44,7 @@ from acp_journeys.rules.evidence import (
 # apart: the known update kinds always have their own count, a successful create_plan or get_plan
 # is kept after the bound too (the MCP hub bounds those by its plans). Sized so that seven
 # journeys' evidence stays well under result.json's bound, whatever the agent sends.
+# The router's counts are bounded in routing.py, each value's size in clipping.py.
 PERMISSIONS_KEPT = 200
 """Permission requests of a turn kept (each is still answered by the policy)."""
 AGENT_REQUESTS_KEPT = 50
