@@ -29,6 +29,7 @@ from acp_journeys.output.console import Progress, Wait
 from acp_journeys.rules import catalog
 from acp_journeys.rules.evidence import BoundHit, JourneyEvidence, JourneyResult, ProtocolTier, RunResult, Tiers
 from acp_journeys.rules.judge import judge_journey, judge_result
+from acp_journeys.rules.model_requests import RequestRecord
 from acp_journeys.rules.protocol_tier import judge_tiers
 
 
@@ -261,8 +262,9 @@ class Run:
             await self._cleanup(ctx, channel, sandbox)
             self.active.pop(journey_id, None)
             if self.stub is not None:
-                ctx.evidence.model_requests = [{**r, "at": round(ctx.clock.since(r["at"]), 4)}
-                                               for r in self.stub.records.as_dicts(tag=journey_id)]
+                ctx.evidence.model_requests = [
+                    RequestRecord.from_dict({**r, "at": round(ctx.clock.since(r["at"]), 4)})
+                    for r in self.stub.records.as_dicts(tag=journey_id)]
                 dropped = self.stub.records.dropped(journey_id)
                 if dropped:
                     from acp_journeys.services.model_stub.records import RECORDS_KEPT

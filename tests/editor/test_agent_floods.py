@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from acp_journeys.editor import session
+from acp_journeys.editor import clipping, routing, session
 from conftest import reference_agent, run_journeys
 
 SANE_RESULT_BYTES = 8 << 20
@@ -37,13 +37,13 @@ def test_a_flood_of_20000_tool_calls_keeps_the_first_and_gets_its_verdict(tmp_pa
     assert "20,000 tool calls, the first 200 kept" in page.read_text()
     journey = _journey(outcome, "turn-to-end")
     turn = journey["evidence"]["turns"][0]
-    assert len(turn["tool_calls"]) == session.TOOL_CALLS_KEPT
+    assert len(turn["tool_calls"]) == routing.TOOL_CALLS_KEPT
     assert [c["tool_call_id"].split("-")[1] for c in turn["tool_calls"][:3]] == ["0", "1", "2"]
-    assert all(len(c["title"]) <= session.TITLE_LIMIT + 40 and len(c["tool_call_id"]) <= session.TOOL_CALL_ID_LIMIT + 40
+    assert all(len(c["title"]) <= routing.TITLE_LIMIT + 40 and len(c["tool_call_id"]) <= routing.TOOL_CALL_ID_LIMIT + 40
                for c in turn["tool_calls"])
     assert turn["update_counts"]["tool_call"] == 20_000  # every one counted
     assert journey["evidence"]["bounds_hit"] == [
-        {"what": "tool calls", "seen": 20_000, "kept": session.TOOL_CALLS_KEPT, "kept_what": "kept", "turn": "reply"}]
+        {"what": "tool calls", "seen": 20_000, "kept": routing.TOOL_CALLS_KEPT, "kept_what": "kept", "turn": "reply"}]
     assert "over a bound of acp-journeys: turn reply: 20,000 tool calls, the first 200 kept" in journey["warnings"]
     checked = _verify(outcome.path, "turn-to-end")
     assert checked.returncode == 0, checked.stdout + checked.stderr
@@ -78,11 +78,11 @@ def test_many_update_kinds_are_counted_by_name_up_to_a_bound(tmp_path):
     counts = journey["evidence"]["turns"][0]["update_counts"]
     # ACP's own kinds always keep their count: the reply's chunk after 5,000 others still counts.
     assert counts["agent_message_chunk"] == 1
-    assert counts[session.OTHER_KINDS] == 5_000 - session.UPDATE_KINDS_KEPT
-    assert len(counts) == session.UPDATE_KINDS_KEPT + 2
-    assert all(len(k) <= session.NAME_LIMIT + 40 for k in counts)
+    assert counts[routing.OTHER_KINDS] == 5_000 - routing.UPDATE_KINDS_KEPT
+    assert len(counts) == routing.UPDATE_KINDS_KEPT + 2
+    assert all(len(k) <= clipping.NAME_LIMIT + 40 for k in counts)
     [hit] = journey["evidence"]["bounds_hit"]
-    assert (hit["seen"], hit["kept"], hit["turn"]) == (5_000, session.UPDATE_KINDS_KEPT, "reply")
+    assert (hit["seen"], hit["kept"], hit["turn"]) == (5_000, routing.UPDATE_KINDS_KEPT, "reply")
     # Each wrong frame was checked against the schema only until the warnings were full.
     assert len(journey["evidence"]["protocol_warnings"]) == 200
 
@@ -93,7 +93,7 @@ def test_many_agent_requests_with_long_method_names_are_kept_clipped_up_to_a_bou
     journey = _journey(outcome, "turn-to-end")
     refused = journey["evidence"]["turns"][0]["agent_requests"]
     assert len(refused) == session.AGENT_REQUESTS_KEPT
-    assert all(len(r["method"]) <= session.NAME_LIMIT + 40 and r["error_code"] == -32601 for r in refused)
+    assert all(len(r["method"]) <= clipping.NAME_LIMIT + 40 and r["error_code"] == -32601 for r in refused)
     assert journey["evidence"]["bounds_hit"] == [
         {"what": "agent requests", "seen": 500, "kept": session.AGENT_REQUESTS_KEPT, "kept_what": "kept",
          "turn": "reply"}]
@@ -121,11 +121,11 @@ def test_left_processes_are_listed_up_to_a_bound_with_their_argv_clipped():
 
     ctx = JourneyContext("turn-to-end", sandbox=None, argv=["agent"], bounds=Bounds())  # type: ignore[arg-type]
     found = [SimpleNamespace(pid=1000 + n, command="x" * 50_000, cmdline=["sleep", "300", *["y" * 5000] * 20])
-             for n in range(session.LEFTOVERS_KEPT + 30)]
-    kept = session._kept_leftovers(found, ctx, "processes left by process 1")
-    assert len(kept) == session.LEFTOVERS_KEPT and kept[0].pid == 1000
-    assert kept[0].argv[:2] == ["sleep", "300"] and sum(map(len, kept[0].argv)) < session.ARGV_CHARS + 200
-    assert len(kept[0].command) < session.ARGV_CHARS + 40
+             for n in range(clipping.LEFTOVERS_KEPT + 30)]
+    kept = clipping.kept_leftovers(found, ctx._hits, ctx.evidence.bounds_hit, "processes left by process 1")
+    assert len(kept) == clipping.LEFTOVERS_KEPT and kept[0].pid == 1000
+    assert kept[0].argv[:2] == ["sleep", "300"] and sum(map(len, kept[0].argv)) < clipping.ARGV_CHARS + 200
+    assert len(kept[0].command) < clipping.ARGV_CHARS + 40
     [hit] = ctx.evidence.bounds_hit
-    assert (hit.what, hit.seen, hit.kept) == ("processes left by process 1", session.LEFTOVERS_KEPT + 30,
-                                              session.LEFTOVERS_KEPT)
+    assert (hit.what, hit.seen, hit.kept) == ("processes left by process 1", clipping.LEFTOVERS_KEPT + 30,
+                                              clipping.LEFTOVERS_KEPT)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from acp_journeys.editor.permissions import decide, is_plain_command, plan_allows
-from acp_journeys.editor.session import find_plan_switch
+from acp_journeys.editor.plan_switch import find_plan_switch
 from acp_journeys.protocol.schema import violations
 
 ALLOW_ONCE = {"optionId": "a1", "name": "Allow once", "kind": "allow_once"}

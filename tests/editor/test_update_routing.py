@@ -14,17 +14,9 @@ import pytest
 
 from acp_journeys.editor.connection import Answer
 from acp_journeys.rules.evidence import RequestEvidence
-from acp_journeys.editor import session as driver
-from acp_journeys.editor.session import (
-    ANY_OTHER_KIND,
-    ROUTES,
-    AgentSession,
-    Bounds,
-    Do,
-    JourneyContext,
-    RouteState,
-    route_for,
-)
+from acp_journeys.editor import routing
+from acp_journeys.editor.routing import ANY_OTHER_KIND, ROUTES, Do, RouteState, route_for
+from acp_journeys.editor.session import AgentSession, Bounds, JourneyContext
 from acp_journeys.protocol import jsonrpc
 
 
@@ -183,7 +175,7 @@ def test_mcp_calls_belong_to_the_running_turn_only() -> None:
 
 
 def test_the_reply_is_kept_up_to_its_bound_and_measured_beyond_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(driver, "REPLY_TEXT_LIMIT", 10)
+    monkeypatch.setattr(routing, "REPLY_TEXT_LIMIT", 10)
     agent = session()
     turn = agent.begin_turn("reply", [text("x")], "default")
     for _ in range(5):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from test_schema import SESSION_NEW_ANSWER, FakeSandbox, ScriptedConnection
 
-from acp_journeys.rules import catalog, judge
+from acp_journeys.rules import catalog, journey_checks, judge
 from acp_journeys.editor.journeys import SCRIPTS
 from acp_journeys.editor.session import AgentSession, Bounds, JourneyContext
 from acp_journeys.output.html import timeline
@@ -30,7 +30,7 @@ NOT_OF_A_JOURNEY = {"interrupted", "runner-error", "evidence-incomplete", "schem
 def test_the_catalog_the_judge_the_scripts_and_the_docs_name_the_same_journeys() -> None:
     ids = set(catalog.JOURNEY_IDS)
     assert len(ids) == len(catalog.JOURNEYS)
-    assert set(judge._JOURNEY_CHECKS) == ids
+    assert set(journey_checks.JOURNEY_CHECKS) == ids
     assert set(SCRIPTS) == ids
     assert set(DOC_JOURNEYS) == ids, "a journey section of docs/journeys.md and the catalog differ"
     assert set(catalog.JOURNEY_FAILURES) == ids
@@ -54,7 +54,7 @@ def test_failure_ids_of_the_rows_and_of_the_failure_table_are_the_same_both_ways
 
 
 def test_rondar_s_bounds_are_one_rule_for_the_judge_the_driver_and_the_timeline() -> None:
-    assert (judge.EXIT_BOUND_S, judge.CANCEL_BOUND_S) == (catalog.RULES.exit_s, catalog.RULES.cancel_s) == (10, 30)
+    assert (judge.EXIT_BOUND_S, journey_checks.CANCEL_BOUND_S) == (catalog.RULES.exit_s, catalog.RULES.cancel_s) == (10, 30)
     scaled = Bounds(scale=3.0)
     assert (scaled.exit_s, scaled.cancel_s) == (catalog.RULES.exit_s, catalog.RULES.cancel_s)  # never scaled
     assert timeline.CANCEL_BOUND_S == catalog.RULES.cancel_s

@@ -27,14 +27,15 @@ from acp_journeys.rules.evidence import (
     ToolCallEvidence,
     TurnEvidence,
 )
+from acp_journeys.rules.journey_checks import CANCEL_BOUND_S
 from acp_journeys.rules.judge import (
-    CANCEL_BOUND_S,
     EXIT_BOUND_S,
     Judgement,
     judge_journey,
     judge_result,
     read_protocol_version,
 )
+from acp_journeys.rules.model_requests import RequestRecord
 
 DOCS = "https://docs.example.test/journeys.md"
 REPLY = "REPLY-ABCD1234"
@@ -955,13 +956,11 @@ def test_a_left_process_is_shown_on_one_line_clipped() -> None:
     assert len(shown) == 120 and shown.endswith("…")
 
 
-def stub_record(seq: int = 1, intent: str = "reply", **changes: Any) -> dict[str, Any]:
-    from acp_journeys.rules.model_requests import RequestRecord
-
+def stub_record(seq: int = 1, intent: str = "reply", **changes: Any) -> RequestRecord:
     fields: dict[str, Any] = dict(seq=seq, at=1.0, tag="j", method="POST", path="/v1/chat/completions",
                                   dialect="openai-chat", status=200, intent=intent)
     fields.update(changes)
-    return RequestRecord(**fields).to_dict()
+    return RequestRecord.from_dict(RequestRecord(**fields).to_dict())
 
 
 def test_a_hint_goes_only_with_the_failure_it_explains() -> None:
@@ -992,13 +991,13 @@ def test_no_request_to_the_model_is_no_hint_before_any_prompt() -> None:
 
 
 def test_every_hint_explains_known_failure_ids() -> None:
-    from acp_journeys.rules.model_requests import HINT_EXPLAINS, TURN_OUTCOMES, RequestRecord, explains, hints
+    from acp_journeys.rules.model_requests import HINT_EXPLAINS, TURN_OUTCOMES, explains, hints
 
-    records = [RequestRecord.from_dict(r) for r in (
+    records = [
         stub_record(1, "read_and_look"),
         stub_record(2, "shell", why="no shell tool offered"),
         stub_record(3, "recall", decision={"text": "I don't know."}),
-        stub_record(4, "plan", why="no create_plan tool offered"))]
+        stub_record(4, "plan", why="no create_plan tool offered")]
     found = hints(records)
     assert len(found) == 4
     for hint in found + hints([]):

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from acp_journeys.services import mcp_hub
+from acp_journeys.services import mcp_hub, mcp_streams, plan_tools
 from acp_journeys.services.mcp_hub import RondarMcpHub
 
 
@@ -61,8 +61,8 @@ class Session:
 
 
 def test_a_channel_keeps_a_bounded_number_and_size_of_plans(socket_dir, monkeypatch) -> None:
-    monkeypatch.setattr(mcp_hub, "MAX_PLANS", 3)
-    monkeypatch.setattr(mcp_hub, "MAX_PLAN_CHARS", 1000)
+    monkeypatch.setattr(plan_tools, "MAX_PLANS", 3)
+    monkeypatch.setattr(plan_tools, "MAX_PLAN_CHARS", 1000)
 
     async def main() -> None:
         hub = RondarMcpHub(socket_dir)
@@ -113,7 +113,7 @@ def test_a_long_line_costs_time_in_proportion_to_its_length(socket_dir) -> None:
 def test_a_line_over_the_bound_drops_only_its_connection(socket_dir, monkeypatch) -> None:
     """The lines come from protocol.framing with the hub's bound: a longer one ends that
     connection (without holding its bytes), and the next connection is served as before."""
-    monkeypatch.setattr(mcp_hub, "MAX_LINE_BYTES", 4096)
+    monkeypatch.setattr(mcp_streams, "MAX_LINE_BYTES", 4096)
 
     async def main() -> None:
         hub = RondarMcpHub(socket_dir)

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
+from typing import Any
 
 from acp_journeys.cli.common import (EXIT_USAGE, UsageError, add_report_options, check_outputs, journey_ids,
                                      load_baseline, publish)
@@ -229,28 +230,51 @@ def absolute_paths(argv: list[str]) -> list[str]:
     return out
 
 
+@dataclass
+class _Inputs:
+    """What `run` reads and makes from the plan before anything starts."""
+
+    argv: list[str]
+    redactor: Any
+    stub_files: list[tuple[str, str]]
+    logins: list[tuple[str, str]]
+    env: dict[str, str]
+    demo_state: str | None
+
+
 def run(args: argparse.Namespace) -> int:
     # Here, not at the top: every command's parser imports this module, and `verify` must load
     # no event loop and no launcher.
     import asyncio
     import shutil
-    import signal
-    import tempfile
-    import uuid
 
-    from acp_journeys.editor.session import Bounds
-    from acp_journeys.launch import LaunchError, LocalLauncher
-    from acp_journeys.output import console, result_file
-    from acp_journeys.output.redact import Redactor
-    from acp_journeys.runner import ModelStubConfig, Run, RunConfig
+    from acp_journeys.output import console
 
     plan = plan_run(args, os.environ, python=sys.executable, reference_agent=reference_agent_path())
     check_outputs([("--output", args.output), ("--junit", args.junit), ("--html", args.html)],
                   [("--baseline", args.baseline),
                    *((f"--model-stub-config-template {s}:{d}", s) for s, d in plan.stub_templates),
                    *((f"--login {s}", s) for s, _ in plan.logins)])
-    argv = plan.argv if plan.image else absolute_paths(plan.argv)
     baseline = load_baseline(args.baseline)
+    inputs = _read_inputs(plan)
+    launcher = _make_launcher(args, plan, inputs)
+    progress = console.Progress(redactor=inputs.redactor, quiet=args.quiet)
+    try:
+        result, stopped_by = asyncio.run(_check_and_execute(args, plan, inputs, launcher, progress))
+    finally:
+        if inputs.demo_state:
+            shutil.rmtree(inputs.demo_state, ignore_errors=True)
+    return _write_and_publish(args, result, stopped_by, inputs.redactor, baseline)
+
+
+def _read_inputs(plan: RunPlan) -> _Inputs:
+    """The agent's command, the secrets to mask, the files the plan names (read now: a missing
+    one is a usage error before anything starts) and the agent's environment."""
+    import tempfile
+
+    from acp_journeys.output.redact import Redactor
+
+    argv = plan.argv if plan.image else absolute_paths(plan.argv)
     redactor = Redactor()
     for secret in plan.secrets:
         redactor.add(secret)
@@ -274,41 +298,61 @@ def run(args: argparse.Namespace) -> int:
         # The reference agent keeps its sessions here; the run removes it at the end.
         demo_state = tempfile.mkdtemp(prefix="acp-journeys-demo-")
         env.setdefault("ACP_REFERENCE_AGENT_STATE", demo_state)
+    return _Inputs(argv, redactor, stub_files, logins, env, demo_state)
+
+
+def _make_launcher(args: argparse.Namespace, plan: RunPlan, inputs: _Inputs) -> Any:
+    import uuid
+
+    from acp_journeys.launch import LocalLauncher
 
     run_id = uuid.uuid4().hex[:12]
     if plan.image:
         from acp_journeys.launch import DockerLauncher  # only now: a local run never loads the docker modules
 
-        launcher = DockerLauncher(plan.image, run_id=run_id, network=args.network, env=env, settings=plan.settings,
-                                  logins=logins,
-                                  pull=args.pull, agent_dir=os.path.abspath(args.agent_dir) if args.agent_dir else None)
-    else:
-        # A home of its own under --model-stub: the config templates go there, and the user's
-        # own configuration (a real model's endpoint and login) must not mix with the stub's.
-        launcher = LocalLauncher(run_id, env=env, tracking=None if args.tracking == "auto" else args.tracking,
-                                 settings=plan.settings, isolate_home=args.isolate_home or args.model_stub,
-                                 inherit_env=args.inherit_env)
-    progress = console.Progress(redactor=redactor, quiet=args.quiet)
+        return DockerLauncher(plan.image, run_id=run_id, network=args.network, env=inputs.env,
+                              settings=plan.settings, logins=inputs.logins, pull=args.pull,
+                              agent_dir=os.path.abspath(args.agent_dir) if args.agent_dir else None)
+    # A home of its own under --model-stub: the config templates go there, and the user's
+    # own configuration (a real model's endpoint and login) must not mix with the stub's.
+    return LocalLauncher(run_id, env=inputs.env, tracking=None if args.tracking == "auto" else args.tracking,
+                         settings=plan.settings, isolate_home=args.isolate_home or args.model_stub,
+                         inherit_env=args.inherit_env)
+
+
+async def _check_and_execute(args: argparse.Namespace, plan: RunPlan, inputs: _Inputs, launcher: Any,
+                             progress: Any) -> tuple[Any, int | None]:
+    """The launcher's check of the command (a failed one is a usage error), then the run, in one
+    event loop."""
+    from acp_journeys.editor.session import Bounds
+    from acp_journeys.launch import LaunchError
+    from acp_journeys.runner import ModelStubConfig, Run, RunConfig
+
     try:
-        try:
-            asyncio.run(launcher.check(argv))
-        except LaunchError as exc:
-            asyncio.run(launcher.close())
-            raise UsageError(str(exc)) from None
-        where = f"in containers of {plan.image}" if plan.image else \
-            f"here, {launcher.describe().get('tracking')} tracking"
-        progress.say(f"running {len(plan.journeys)} journey(s) against: {' '.join(argv)} ({where})")
-        config = RunConfig(argv=argv, journeys=plan.journeys, parallel=args.parallel,
-                           bounds=Bounds(scale=args.timeout_scale), strict=args.strict,
-                           transcripts=args.transcripts, docs_url=args.docs_url, subject=plan.subject,
-                           tiers=plan.tiers,
-                           heartbeat_s=plan.heartbeat_s,
-                           model_stub=ModelStubConfig(plan.stub_env, stub_files, redactor.redact)
-                           if args.model_stub else None)
-        result, stopped_by = asyncio.run(_execute(Run(config, launcher, progress)))
-    finally:
-        if demo_state:
-            shutil.rmtree(demo_state, ignore_errors=True)
+        await launcher.check(inputs.argv)
+    except LaunchError as exc:
+        await launcher.close()
+        raise UsageError(str(exc)) from None
+    where = f"in containers of {plan.image}" if plan.image else \
+        f"here, {launcher.describe().get('tracking')} tracking"
+    progress.say(f"running {len(plan.journeys)} journey(s) against: {' '.join(inputs.argv)} ({where})")
+    config = RunConfig(argv=inputs.argv, journeys=plan.journeys, parallel=args.parallel,
+                       bounds=Bounds(scale=args.timeout_scale), strict=args.strict,
+                       transcripts=args.transcripts, docs_url=args.docs_url, subject=plan.subject,
+                       tiers=plan.tiers,
+                       heartbeat_s=plan.heartbeat_s,
+                       model_stub=ModelStubConfig(plan.stub_env, inputs.stub_files, inputs.redactor.redact)
+                       if args.model_stub else None)
+    return await _execute(Run(config, launcher, progress))
+
+
+def _write_and_publish(args: argparse.Namespace, result: Any, stopped_by: int | None, redactor: Any,
+                       baseline: Any) -> int:
+    """Mask, judge as verify will, write result.json, publish; the exit code."""
+    import signal
+
+    from acp_journeys.output import result_file
+
     # Everything printed or written from here on comes from the masked copy, judged as verify will.
     masked = result_file.masked_and_judged(result, redactor)
     changed = [j.id for j, m in zip(result.journeys, masked.journeys)

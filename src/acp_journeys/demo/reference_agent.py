@@ -3,7 +3,7 @@
 
 It speaks Agent Client Protocol v1 (JSON-RPC 2.0, one JSON object a line on stdin/stdout) and
 passes the 7 journeys of acp-journeys. It has no model: it recognises the exact prompt sentences
-that the journeys send (see acp_journeys/prompts.py) with regular expressions. It uses the Python
+that the journeys send (see acp_journeys/rules/prompts.py) with regular expressions. It uses the Python
 standard library only, so it runs as ``python3 reference_agent.py`` anywhere.
 
 What it does, in short:

@@ -4,47 +4,39 @@ Rules of this module: it drives and records; it never decides pass or fail (the 
 never raises for what the agent does: a crash, a hang or garbage ends up in the evidence, and the
 journey script checks `usable` to stop early. Every wait has a bound from `Bounds`.
 
-Where a `session/update` goes is decided by `UpdateRouter` and its table `ROUTES` alone: the
-router holds the only state that routing reads (the running turn, the answered one, the request
-under way), and nothing else here reads or sets that state but through the router.
+Where a `session/update` goes is decided by `routing.UpdateRouter` alone (one per agent process):
+nothing here reads or sets its state but through its transitions. What the agent sends is kept
+clipped by `clipping`; where Plan mode is offered is read by `plan_switch`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 import string
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any, Callable
 
 from acp_journeys.editor import permissions
+from acp_journeys.editor.clipping import (
+    NAME_LIMIT, clip_dict, clip_json, clip_text, clip_values, json_size, kept_leftovers, note_over)
 from acp_journeys.editor.connection import AgentConnection, Answer, Clock
+from acp_journeys.editor.routing import UpdateRouter
 from acp_journeys.launch import AgentProcess, LaunchError, Sandbox
-from acp_journeys.protocol import framing, jsonrpc
-from acp_journeys.protocol.json_depth import json_depth_over
+from acp_journeys.protocol import jsonrpc
 from acp_journeys.rules import catalog
 from acp_journeys.rules.evidence import (
     AgentRequestEvidence,
     BoundHit,
     Frame,
     JourneyEvidence,
-    Leftover,
     McpCallEvidence,
     PermissionEvidence,
     PlanSwitchEvidence,
     ProcessEvidence,
     RequestEvidence,
-    ToolCallEvidence,
     TurnEvidence,
 )
-
-REPLY_TEXT_LIMIT = framing.DEFAULT_MAX_LINE
-"""A reply up to the frame bound is kept whole: the judge reads all of it, and so does verify."""
-MAX_AGENT_JSON_DEPTH = 32
-"""Agent JSON kept in the evidence nests at most this deep (result.json's own bound is larger)."""
-THOUGHT_TEXT_LIMIT = 64 << 10
 
 # What an agent can make us keep: every count it controls has a bound, and each is linear to
 # follow (no scan of what is kept per update). Over a bound the first ones are kept, the rest are
@@ -52,37 +44,19 @@ THOUGHT_TEXT_LIMIT = 64 << 10
 # apart: the known update kinds always have their own count, a successful create_plan or get_plan
 # is kept after the bound too (the MCP hub bounds those by its plans). Sized so that seven
 # journeys' evidence stays well under result.json's bound, whatever the agent sends.
-TOOL_CALLS_KEPT = 200
-"""Tool calls of a turn kept (by toolCallId; the judge needs only the first one of a turn)."""
+# The router's counts are bounded in routing.py, each value's size in clipping.py.
 PERMISSIONS_KEPT = 200
 """Permission requests of a turn kept (each is still answered by the policy)."""
 AGENT_REQUESTS_KEPT = 50
 """Refused agent requests of a turn kept (each is still answered with an error)."""
 MCP_CALLS_KEPT = 100
 """MCP tool calls of a journey kept; later ones only when they saved or read a plan."""
-UPDATE_KINDS_KEPT = 16
-"""Update kinds that ACP does not name, counted each under its own name, per count."""
-OTHER_KINDS = "(other kinds)"
-"""The count of every update kind beyond `UPDATE_KINDS_KEPT` unknown ones."""
-KNOWN_UPDATE_KINDS = frozenset({
-    "user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update",
-    "plan", "available_commands_update", "current_mode_update", "config_option_update",
-    "session_info_update", "usage_update", "notice", "compaction_update", "compaction_summary_chunk",
-})
-"""ACP v1's `sessionUpdate` values: always counted under their name, whatever else came first."""
-NAME_LIMIT = 128
-"""An update kind, an agent request's method, a tool call's kind or status."""
-TOOL_CALL_ID_LIMIT = 256
-TITLE_LIMIT = 1024
-RAW_INPUT_LIMIT = 4096
 MCP_VALUE_LIMIT = 64 << 10
 """The arguments (and the result) of an MCP call, kept each value on its own (a create_plan's
 title stays whole beside a huge description), the values of one call sharing this many characters."""
 MCP_CHARS_KEPT = 1 << 20
 """Once a journey's kept MCP calls hold this many characters, each later one keeps MCP_VALUE_LIMIT_LATER."""
 MCP_VALUE_LIMIT_LATER = 2048
-MODES_KEPT = 100
-"""Modes (and mode config values) of session/new that the evidence lists."""
 
 
 @dataclass(frozen=True)
@@ -105,241 +79,6 @@ class Bounds:
 
     def turn(self) -> float:
         return self.turn_s * self.scale
-
-
-# --- where a session/update goes ---------------------------------------------------------------
-
-
-class RouteState(str, Enum):
-    """What an agent process of a journey is doing, as far as its updates are concerned."""
-
-    NO_TURN = "no-turn"
-    """Nothing runs and no turn was answered (or the last one got no answer): dropped."""
-    IN_REQUEST = "in-request"
-    """session/new, session/load or a change of mode awaits its answer and no turn runs."""
-    IN_TURN = "in-turn"
-    """A session/prompt is out and not answered."""
-    CANCELLING = "cancelling"
-    """The same after session/cancel: an update still belongs to the turn until its answer."""
-    ANSWERED = "answered"
-    """The last turn got its answer and no request is under way: what comes now is late."""
-
-
-class Do(str, Enum):
-    """One thing the router does with an update."""
-
-    COUNT = "count"                      # turn.update_counts[kind] += 1
-    KEEP_REPLY = "keep-reply"            # a text content: reply_length, and the text up to the bound
-    KEEP_THOUGHT = "keep-thought"        # a text content: thought_text, up to its bound
-    RECORD_TOOL_CALL = "record-tool-call"  # a new or known ToolCallEvidence, by toolCallId
-    TELL_SCRIPT = "tell-script"          # the journey script's on_update hook (the stop journey's trigger)
-    COUNT_REPLAYED = "count-replayed"    # request.replayed_updates[kind] += 1 (session/load's history)
-    COUNT_LATE = "count-late"            # last_turn.late_updates[kind] += 1, never part of its reply
-    DROP = "drop"
-
-
-ANY_OTHER_KIND = "*"
-"""The `sessionUpdate` values that have no row of their own (plan, available_commands_update...)."""
-
-_IN_A_TURN: dict[str, tuple[Do, ...]] = {
-    "agent_message_chunk": (Do.COUNT, Do.KEEP_REPLY, Do.TELL_SCRIPT),
-    "agent_thought_chunk": (Do.COUNT, Do.KEEP_THOUGHT, Do.TELL_SCRIPT),
-    "tool_call": (Do.COUNT, Do.RECORD_TOOL_CALL, Do.TELL_SCRIPT),
-    "tool_call_update": (Do.COUNT, Do.RECORD_TOOL_CALL, Do.TELL_SCRIPT),
-    ANY_OTHER_KIND: (Do.COUNT, Do.TELL_SCRIPT),
-}
-ROUTES: dict[RouteState, dict[str, tuple[Do, ...]]] = {
-    RouteState.NO_TURN: {ANY_OTHER_KIND: (Do.DROP,)},
-    RouteState.IN_REQUEST: {ANY_OTHER_KIND: (Do.COUNT_REPLAYED,)},
-    RouteState.IN_TURN: _IN_A_TURN,
-    # A cancel changes nothing for updates: the judge counts what came before the answer.
-    RouteState.CANCELLING: _IN_A_TURN,
-    RouteState.ANSWERED: {ANY_OTHER_KIND: (Do.COUNT_LATE,)},
-}
-"""(state, update kind) -> what is done, in order. The one place that decides where an update goes."""
-
-
-def route_for(state: RouteState, kind: str) -> tuple[Do, ...]:
-    row = ROUTES[state]
-    return row.get(kind, row[ANY_OTHER_KIND])
-
-
-class UpdateRouter:
-    """The routing state of one agent process and its transitions; no I/O, no processes.
-
-    Transitions (each is one method, and only these change the state):
-    - `begin_turn`: any state -> in-turn (the reply collected so far is dropped).
-    - `cancel_sent`: in-turn -> cancelling (a cancel outside a turn changes nothing).
-    - `answered` (the answer to session/prompt, at once as it is read): in-turn/cancelling ->
-      answered.
-    - `end_turn` (the journey script is done with the turn): -> answered if the turn got an
-      answer, else -> no-turn (updates after a turn that got none belong to no turn).
-    - `request_sent` / `request_done`: a request of ours other than session/prompt; it routes
-      updates only while no turn runs.
-    Agent requests (permissions, others) go to the running turn, else to the answered one.
-    """
-
-    def __init__(self, clock: Clock, bounds_hit: list[BoundHit] | None = None) -> None:
-        self.clock = clock
-        self.bounds_hit: list[BoundHit] = bounds_hit if bounds_hit is not None else []
-        """Where a count over its bound is noted (the journey's evidence)."""
-        self._hits: dict[tuple[str, str | None], BoundHit] = {}
-        self._tool_calls: dict[str, ToolCallEvidence] = {}  # the running turn's, by toolCallId
-        self.turn: TurnEvidence | None = None
-        """The turn whose session/prompt is out and not answered."""
-        self.last_turn: TurnEvidence | None = None
-        """The turn answered last; None once a turn ends with no answer."""
-        self.request: RequestEvidence | None = None
-        self._reply_parts: list[str] = []  # joined into the turn's reply_text when it is answered
-        self._reply_size = 0
-
-    @property
-    def state(self) -> RouteState:
-        if self.turn is not None:
-            return RouteState.CANCELLING if self.turn.cancel_sent_at is not None else RouteState.IN_TURN
-        if self.request is not None:
-            return RouteState.IN_REQUEST
-        if self.last_turn is not None:
-            return RouteState.ANSWERED
-        return RouteState.NO_TURN
-
-    @property
-    def turn_of_agent_requests(self) -> TurnEvidence | None:
-        return self.turn or self.last_turn
-
-    # --- transitions ---
-
-    def begin_turn(self, turn: TurnEvidence) -> None:
-        self.turn = turn
-        self._reply_parts, self._reply_size = [], 0
-        self._tool_calls = {c.tool_call_id: c for c in turn.tool_calls}
-
-    def cancel_sent(self, at: float) -> None:
-        if self.turn is not None:
-            self.turn.cancel_sent_at = at
-
-    def answered(self, answered_at: float | None) -> None:
-        if self.turn is not None:
-            self._keep_reply(self.turn)
-            self.turn.answered_at = answered_at
-            self.last_turn, self.turn = self.turn, None
-
-    def end_turn(self, turn: TurnEvidence, got_answer: bool) -> None:
-        self._keep_reply(turn)
-        self.last_turn = turn if got_answer else None
-        self.turn = None
-
-    def request_sent(self, record: RequestEvidence) -> None:
-        self.request = record
-
-    def request_done(self) -> None:
-        self.request = None
-
-    # --- routing ---
-
-    def route(self, update: dict[str, Any],
-              tell: Callable[[str, dict[str, Any]], None] | None = None) -> tuple[Do, ...]:
-        """Do what `ROUTES` says for this update in the current state; returns what was done."""
-        kind = str(update.get("sessionUpdate"))
-        actions = route_for(self.state, kind)
-        turn = self.turn
-        for action in actions:
-            if action is Do.COUNT_REPLAYED:
-                self._count(self.request.replayed_updates, kind, None)  # type: ignore[union-attr]
-            elif action is Do.COUNT_LATE:
-                self._count(self.last_turn.late_updates, kind, self.last_turn.name)  # type: ignore[union-attr]
-            elif action is Do.DROP:
-                pass
-            elif turn is None:
-                raise AssertionError(f"{action} outside a turn")  # ROUTES is wrong, not the agent
-            elif action is Do.COUNT:
-                self._count(turn.update_counts, kind, turn.name)
-            elif action is Do.KEEP_REPLY:
-                self._reply_chunk(turn, _text_of(update))
-            elif action is Do.KEEP_THOUGHT:
-                text = _text_of(update)
-                if text is not None and len(turn.thought_text) < THOUGHT_TEXT_LIMIT:
-                    turn.thought_text = (turn.thought_text + text)[:THOUGHT_TEXT_LIMIT]
-            elif action is Do.RECORD_TOOL_CALL:
-                self._tool_call(turn, update)
-            elif action is Do.TELL_SCRIPT:
-                if tell is not None:
-                    tell(kind, update)
-        return actions
-
-    def _reply_chunk(self, turn: TurnEvidence, text: str | None) -> None:
-        if text is None:
-            return
-        turn.reply_length += len(text)
-        if self._reply_size < REPLY_TEXT_LIMIT:  # parts, not a growing string: no quadratic copy
-            self._reply_parts.append(text)
-            self._reply_size += len(text)
-
-    def _keep_reply(self, turn: TurnEvidence) -> None:
-        if self._reply_parts:
-            turn.reply_text = "".join(self._reply_parts)[:REPLY_TEXT_LIMIT]
-
-    def _tool_call(self, turn: TurnEvidence, update: dict[str, Any]) -> None:
-        call_id = _clip_text(str(update.get("toolCallId")), TOOL_CALL_ID_LIMIT)
-        known = self._tool_calls.get(call_id)
-        if known is None:
-            if len(self._tool_calls) >= TOOL_CALLS_KEPT:
-                # Counted, not kept: the judge needs only a turn's first tool call. A later update
-                # of a call not kept is not counted again (we cannot remember every id).
-                if update.get("sessionUpdate") == "tool_call":
-                    self.note_over("tool calls", turn.name, TOOL_CALLS_KEPT)
-                return
-            known = ToolCallEvidence(tool_call_id=call_id, at=self.clock.now())
-            self._tool_calls[call_id] = known
-            turn.tool_calls.append(known)
-        for field, key, limit in (("title", "title", TITLE_LIMIT), ("kind", "kind", NAME_LIMIT),
-                                  ("status", "status", NAME_LIMIT), ("raw_input", "rawInput", RAW_INPUT_LIMIT)):
-            if update.get(key) is not None:
-                value = update[key]
-                setattr(known, field, _clip_json(value, limit) if field == "raw_input" else _clip_text(str(value), limit))
-
-    def _count(self, counts: dict[str, int], kind: str, turn: str | None) -> None:
-        """counts[kind] += 1, with at most UPDATE_KINDS_KEPT names that ACP does not know (a
-        dict of them is small, so counting them is cheap); the rest go to OTHER_KINDS."""
-        if kind in KNOWN_UPDATE_KINDS:
-            counts[kind] = counts.get(kind, 0) + 1
-            return
-        kind = _clip_text(kind, NAME_LIMIT)
-        hit = self._hits.get(("kinds", id(counts)))
-        if hit is not None:
-            hit.seen += 1
-        if kind not in counts:
-            unknown = [k for k in counts if k not in KNOWN_UPDATE_KINDS and k != OTHER_KINDS]
-            if len(unknown) >= UPDATE_KINDS_KEPT:
-                if hit is None:
-                    hit = self._hits[("kinds", id(counts))] = BoundHit(
-                        what="updates of kinds that ACP does not name", seen=sum(counts[k] for k in unknown) + 1,
-                        kept=UPDATE_KINDS_KEPT, kept_what=f"kinds counted by name, the others as {OTHER_KINDS!r}",
-                        turn=turn)
-                    self.bounds_hit.append(hit)
-                kind = OTHER_KINDS
-        counts[kind] = counts.get(kind, 0) + 1
-
-    def note_over(self, what: str, turn: str | None, kept: int) -> None:
-        """One more of `what` beyond the `kept` first ones."""
-        note_over(self._hits, self.bounds_hit, what, turn, kept)
-
-
-def note_over(hits: dict[tuple[Any, Any], BoundHit], out: list[BoundHit], what: str, turn: str | None,
-              kept: int, kept_what: str = "kept") -> None:
-    """One more of `what` (in `turn`) beyond the `kept` first ones: its BoundHit, made at the first."""
-    hit = hits.get((what, turn))
-    if hit is None:
-        hit = hits[(what, turn)] = BoundHit(what=what, seen=kept, kept=kept, kept_what=kept_what, turn=turn)
-        out.append(hit)
-    hit.seen += 1
-
-
-def _text_of(update: dict[str, Any]) -> str | None:
-    """The text of a chunk whose content is a text block; None for an image, a resource..."""
-    content = update.get("content")
-    text = content.get("text") if isinstance(content, dict) and content.get("type") == "text" else None
-    return text if isinstance(text, str) else None
 
 
 def marker(prefix: str) -> str:
@@ -396,12 +135,12 @@ class JourneyContext:
             self._mcp_kept += 1
         if self._mcp_chars >= MCP_CHARS_KEPT:
             limit = MCP_VALUE_LIMIT_LATER
-        call = McpCallEvidence(at=self.clock.since(record.at), tool=_clip_text(str(record.tool), NAME_LIMIT),
-                               arguments=_clip_values(record.arguments, limit),
-                               result=_clip_values(record.result, limit) if isinstance(record.result, dict)
-                               else _clip_json(record.result, limit),
+        call = McpCallEvidence(at=self.clock.since(record.at), tool=clip_text(str(record.tool), NAME_LIMIT),
+                               arguments=clip_values(record.arguments, limit),
+                               result=clip_values(record.result, limit) if isinstance(record.result, dict)
+                               else clip_json(record.result, limit),
                                is_error=record.is_error, connection=record.connection)
-        self._mcp_chars += _size(call.arguments) + _size(call.result)
+        self._mcp_chars += json_size(call.arguments) + json_size(call.result)
         if running:
             turn.mcp_calls.append(call)
         else:
@@ -531,7 +270,8 @@ class AgentSession:
         if not remaining:
             await stopping  # nothing is left to hold the pipes: the last bytes come at once
         leftovers = await self.ctx.sandbox.collect_leftovers()
-        e.leftovers = _kept_leftovers(leftovers, self.ctx, f"processes left by process {self.index + 1}")
+        e.leftovers = kept_leftovers(leftovers, self.ctx._hits, self.ctx.evidence.bounds_hit,
+                                      f"processes left by process {self.index + 1}")
         if not leftovers and e.last_process_ended_at is None:
             e.last_process_ended_at = clock.now()  # it ended between the window's close and the listing
         await stopping
@@ -551,13 +291,13 @@ class AgentSession:
         answer = await self.conn.request(method, params, timeout)
         self.router.request_done()
         record.answered_at = answer.answered_at
-        record.result = _clip_json(answer.result)
+        record.result = clip_json(answer.result)
         self._note_answer(record, answer, method)
         return record, answer
 
     def _note_answer(self, record: RequestEvidence | TurnEvidence, answer: Answer, what: str) -> None:
         """How a request ended, on its evidence; a missing answer stops the journey."""
-        record.error = _clip_dict(answer.error) if answer.error is not None else None
+        record.error = clip_dict(answer.error) if answer.error is not None else None
         record.timed_out = answer.timed_out
         record.agent_exited = answer.agent_gone
         if answer.timed_out:
@@ -580,7 +320,7 @@ class AgentSession:
             self.ctx.stop_early("initialize got no usable answer")
             return False
         caps = answer.result.get("agentCapabilities")
-        self.evidence.agent_capabilities = _clip_dict(caps) if isinstance(caps, dict) else {}
+        self.evidence.agent_capabilities = clip_dict(caps) if isinstance(caps, dict) else {}
         return True
 
     async def new_session(self) -> bool:
@@ -643,7 +383,7 @@ class AgentSession:
         turn.answered_at = answer.answered_at if answer.raw is not None else None
         if answer.raw is not None and answer.error is None:
             result = answer.result if isinstance(answer.result, dict) else {}
-            turn.stop_reason = _clip_json(result.get("stopReason"), 256)
+            turn.stop_reason = clip_json(result.get("stopReason"), 256)
         self._note_answer(turn, answer, f"turn {turn.name}")
 
     async def cancel(self) -> None:
@@ -672,9 +412,9 @@ class AgentSession:
             answer = permissions.decide(self.policy, request.params)
             params = request.params if isinstance(request.params, dict) else {}
             record = PermissionEvidence(
-                at=self.ctx.clock.now(), request_id=_clip_json(request.id, 256),
-                tool_call=_clip_dict(params.get("toolCall") or {}),
-                options=[_clip_dict(o) for o in params.get("options") or [] if isinstance(o, dict)],
+                at=self.ctx.clock.now(), request_id=clip_json(request.id, 256),
+                tool_call=clip_dict(params.get("toolCall") or {}),
+                options=[clip_dict(o) for o in params.get("options") or [] if isinstance(o, dict)],
                 decision=answer.decision, reason=answer.reason, answer={"outcome": answer.outcome})
             if turn is not None and len(turn.permissions) < PERMISSIONS_KEPT:
                 turn.permissions.append(record)
@@ -685,7 +425,7 @@ class AgentSession:
             return {"outcome": answer.outcome}, None
         if turn is not None and len(turn.agent_requests) < AGENT_REQUESTS_KEPT:
             turn.agent_requests.append(AgentRequestEvidence(at=self.ctx.clock.now(),
-                                                            method=_clip_text(request.method, NAME_LIMIT),
+                                                            method=clip_text(request.method, NAME_LIMIT),
                                                             error_code=jsonrpc.METHOD_NOT_FOUND))
         elif turn is not None:
             self.router.note_over("agent requests", turn.name, AGENT_REQUESTS_KEPT)
@@ -704,119 +444,5 @@ def _note_session_id(counts: dict[str, int], session_id: Any) -> None:
         counts[key] = counts.get(key, 0) + 1
 
 
-def find_plan_switch(answer: dict[str, Any] | None) -> PlanSwitchEvidence:
-    """Rondar's rule: a mode whose id or name is "plan" or "planning"; else a "plan" value of a
-    configOptions entry of the category "mode"."""
-    answer = answer or {}
-    switch = PlanSwitchEvidence()
-    modes = answer.get("modes") if isinstance(answer.get("modes"), dict) else {}
-    for mode in modes.get("availableModes") or []:
-        if not isinstance(mode, dict):
-            continue
-        mode_id, name = str(mode.get("id", "")), str(mode.get("name", ""))
-        if len(switch.offered_modes) < MODES_KEPT:  # what a failure shows; every mode is still looked at
-            switch.offered_modes.append(_clip_text(mode_id, NAME_LIMIT))
-        if switch.how is None and (mode_id.lower() in ("plan", "planning") or name.lower() in ("plan", "planning")):
-            switch.how, switch.plan_value = "mode", mode_id
-            switch.initial_value = modes.get("currentModeId")
-    if switch.how:
-        return switch
-    for option in answer.get("configOptions") or []:
-        if not isinstance(option, dict) or option.get("category") != "mode":
-            continue
-        values = _option_values(option.get("options"))
-        room = MODES_KEPT - len(switch.offered_config_values)
-        switch.offered_config_values += [_clip_text(v, NAME_LIMIT) for v in values[:max(room, 0)]]
-        plan = next((v for v in values if v.lower() == "plan"), None)
-        if plan is not None:
-            switch.how, switch.plan_value = "config-option", plan
-            switch.config_id = str(option.get("id"))
-            switch.initial_value = option.get("currentValue")
-            break
-    return switch
-
-
-def _option_values(options: Any) -> list[str]:
-    values: list[str] = []
-    for item in options or []:
-        if not isinstance(item, dict):
-            continue
-        if "options" in item:  # a group of options
-            values += _option_values(item["options"])
-        elif "value" in item:
-            values.append(str(item["value"]))
-    return values
-
-
 def _summary(params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if k != "prompt"}
-
-
-def _clip_json(value: Any, limit: int = 8192) -> Any:
-    """Large or deep values (a 4 MB result, a huge rawInput, JSON nested 300 deep) are kept as a
-    clipped string: result.json must stay writable and within verify's depth bound."""
-    if json_depth_over(value, MAX_AGENT_JSON_DEPTH):
-        return f"[JSON nested deeper than {MAX_AGENT_JSON_DEPTH} levels, not kept]"
-    try:
-        text = json.dumps(value)
-    except (TypeError, ValueError, RecursionError):
-        return f"[a value that is not JSON: {type(value).__name__}]"
-    return value if len(text) <= limit else text[:limit] + "…"
-
-
-LEFTOVERS_KEPT = 100
-"""Processes left by one agent process that are listed (each still killed); the rest counted."""
-ARGV_CHARS = 8192
-"""The characters of one left process's argv kept, all its arguments together."""
-
-
-def _kept_leftovers(found: list[Any], ctx: JourneyContext, what: str) -> list[Leftover]:
-    kept = []
-    for p in found[:LEFTOVERS_KEPT]:
-        argv, room = [], ARGV_CHARS
-        for arg in p.cmdline:
-            if room <= 0:
-                argv.append(f"[{len(p.cmdline) - len(argv)} more arguments]")
-                break
-            argv.append(_clip_text(arg, room))
-            room -= len(arg)
-        kept.append(Leftover(pid=p.pid, command=_clip_text(p.command, ARGV_CHARS), argv=argv))
-    for _ in found[LEFTOVERS_KEPT:]:
-        note_over(ctx._hits, ctx.evidence.bounds_hit, what, None, LEFTOVERS_KEPT)
-    return kept
-
-
-def _clip_text(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + f"…[{len(text)} characters]"
-
-
-MCP_KEYS_KEPT = 32
-
-
-def _clip_values(value: Any, limit: int) -> dict[str, Any]:
-    """An MCP call's arguments (or result) with each value clipped on its own, so that its keys
-    stay readable (a create_plan's title beside a huge description); at most MCP_KEYS_KEPT keys."""
-    if not isinstance(value, dict):
-        return _clip_dict(value, limit)
-    out: dict[str, Any] = {}
-    left = limit
-    for n, (key, item) in enumerate(value.items()):
-        if n >= MCP_KEYS_KEPT:
-            out["…"] = f"[{len(value) - MCP_KEYS_KEPT} more arguments not kept]"
-            break
-        key = _clip_text(str(key), NAME_LIMIT)
-        room = max(left, 256)
-        out[key] = _clip_text(item, room) if isinstance(item, str) else _clip_json(item, room)
-        left -= _size(out[key])
-    return out
-
-
-def _size(value: Any) -> int:
-    """About how many characters `value` takes in result.json (it is JSON already)."""
-    return len(value) if isinstance(value, str) else len(json.dumps(value, ensure_ascii=False))
-
-
-def _clip_dict(value: Any, limit: int = 8192) -> dict[str, Any]:
-    """`_clip_json` for a field that must stay an object: a clipped value is kept under "clipped"."""
-    clipped = _clip_json(value, limit)
-    return clipped if isinstance(clipped, dict) else {"clipped": clipped}

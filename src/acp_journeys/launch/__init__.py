@@ -16,7 +16,6 @@ from acp_journeys.launch.seam import (
     AgentFiles,
     AgentProcess,
     AgentProcesses,
-    ExitStatus,
     Launcher,
     LaunchError,
     ProcInfo,
@@ -29,7 +28,7 @@ if TYPE_CHECKING:
     from acp_journeys.launch.local import LocalLauncher
 
 __all__ = [
-    "SESSION_FILES_DIR", "AgentFiles", "AgentProcess", "AgentProcesses", "ExitStatus", "Launcher", "LaunchError",
+    "SESSION_FILES_DIR", "AgentFiles", "AgentProcess", "AgentProcesses", "Launcher", "LaunchError",
     "ProcInfo", "Sandbox", "ServiceLinks",
     "LocalLauncher", "DockerLauncher", "RELAY_SCRIPT", "relay_command",
 ]

@@ -9,7 +9,7 @@ which kind. Paths given to and taken from a sandbox are paths as the agent sees 
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 SESSION_FILES_DIR = "/tmp/.rondar-session-files"
@@ -34,16 +34,6 @@ class ProcInfo:
     @property
     def command(self) -> str:
         return " ".join(self.cmdline) or self.name
-
-
-@dataclass
-class ExitStatus:
-    """How an agent process ended: `code` is None when it had to be killed."""
-
-    code: int | None
-    killed: bool = False
-    signal: int | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 class AgentProcess(abc.ABC):

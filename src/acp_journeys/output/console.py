@@ -27,8 +27,8 @@ from acp_journeys.output.logtext import one_line
 from acp_journeys.output.redact import Redactor
 from acp_journeys.rules import catalog
 from acp_journeys.rules.evidence import JourneyResult, ProcessEvidence, RunResult
+from acp_journeys.rules.findings import bound_text
 from acp_journeys.rules.gate import Gate
-from acp_journeys.rules.judge import bound_text
 
 STDERR_LINES = 5
 """How many of the last lines of the agent's stderr the failures section shows."""

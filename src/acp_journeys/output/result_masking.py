@@ -15,6 +15,7 @@ It must not know how the evidence was gathered: the result's models in, a masked
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import typing
 from typing import Any
@@ -37,7 +38,7 @@ JSON_TEXT: dict[type[BaseModel], frozenset[str]] = {
 }
 """Raw JSON lines of the agent: masked inside string tokens only."""
 OWN_KEYS: dict[type[BaseModel], frozenset[str]] = {
-    ev.JourneyEvidence: frozenset({"markers", "model_requests"}),
+    ev.JourneyEvidence: frozenset({"markers"}),
 }
 """Dicts whose keys we chose (the values are still masked)."""
 
@@ -101,6 +102,10 @@ def mask_model(model: BaseModel, redactor: Redactor) -> BaseModel:
             update[name] = mask_model(value, redactor)
         elif isinstance(value, list) and value and all(isinstance(v, BaseModel) for v in value):
             update[name] = [mask_model(v, redactor) for v in value]
+        elif isinstance(value, list) and value and all(dataclasses.is_dataclass(v) for v in value):
+            # Records of ours (the model stub's): their field names are ours, their strings masked.
+            update[name] = [type(v)(**redactor.redact_data(dataclasses.asdict(v), mask_keys=False))  # type: ignore[arg-type]
+                            for v in value]
         elif name in JSON_TEXT.get(cls, ()) or (cls is ev.Frame and name == "text"
                                                  and model.direction in ("to-agent", "from-agent")):
             update[name] = redactor.redact_json_text(value)

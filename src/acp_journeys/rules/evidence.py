@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from acp_journeys.rules.model_requests import RequestRecord
+
 RESULT_SCHEMA = "acp-journeys/result/1"
 
 
@@ -213,7 +215,7 @@ class JourneyEvidence(_Model):
     protocol_warnings: list[ProtocolWarning] = Field(default_factory=list)
     model_stub_used: bool = False
     """The agent was pointed at the scripted model endpoint (`run --model-stub`)."""
-    model_requests: list[dict[str, Any]] = Field(default_factory=list)
+    model_requests: list[RequestRecord] = Field(default_factory=list)
     """What the agent sent the scripted model endpoint in this journey, and what it decided."""
     bounds_hit: list[BoundHit] = Field(default_factory=list)
     """Each count of the agent's that went over what we keep ("20,000 tool calls, the first 200 kept")."""

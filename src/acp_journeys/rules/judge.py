@@ -4,7 +4,9 @@ Rules of this module: a pure function of `JourneyEvidence` (plus the --strict fl
 URL). It never touches a process, a file or a clock. `run` calls it at the end of each journey and
 `verify` calls it on the evidence stored in result.json, so a hand-edited verdict changes nothing.
 Each check reports only what its evidence shows: a journey that stopped early is failed by the
-cause that stopped it, not by a pile of checks that never ran.
+cause that stopped it, not by a pile of checks that never ran. The checks on every agent process
+and request are here; each journey's own are in journey_checks.py, what they find is collected by
+findings.Findings.
 
 It must not know processes, sockets, the model stub's server or any file: only `rules/`.
 """
@@ -12,25 +14,17 @@ It must not know processes, sockets, the model stub's server or any file: only `
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from acp_journeys.rules import catalog, prompts
-from acp_journeys.rules.evidence import (
-    Failure,
-    JourneyEvidence,
-    McpCallEvidence,
-    ProcessEvidence,
-    RunResult,
-    TurnEvidence,
-)
-from acp_journeys.rules.model_requests import NO_REQUEST, RequestRecord, explains, hints, stub_failures
+from acp_journeys.rules import catalog
+from acp_journeys.rules.evidence import Failure, JourneyEvidence, ProcessEvidence, RequestEvidence, RunResult
+from acp_journeys.rules.findings import Findings, bound_text, one_line, short
+from acp_journeys.rules.journey_checks import JOURNEY_CHECKS, find_turn
+from acp_journeys.rules.model_requests import NO_REQUEST, explains, hints, stub_failures
 
 EXIT_BOUND_S = catalog.RULES.exit_s
 """Rondar: the agent ends by itself in 10 seconds after its input closes (the catalog's RULES)."""
-CANCEL_BOUND_S = catalog.RULES.cancel_s
-"""Rondar: the stop reason `cancelled` in 30 seconds or less after session/cancel (the catalog's RULES)."""
 COMMAND_LIMIT = 120
 """How much of a leftover's command line a failure shows."""
 
@@ -48,54 +42,6 @@ class Judgement:
         return [f.id for f in self.failures]
 
 
-class _Findings:
-    """Collects failures for one journey, each id once (details joined)."""
-
-    def __init__(self, journey_id: str, docs_url: str, strict: bool = False, timeout_scale: float = 1.0) -> None:
-        self.journey_id = journey_id
-        self.docs_url = docs_url
-        self.strict = strict
-        self.timeout_scale = timeout_scale
-        self.items: dict[str, Failure] = {}
-        self.warnings: list[str] = []
-
-    def add_strict(self, failure_id: str, detail: str) -> None:
-        """A check where Rondar's page names no rule: a failure only with --strict, else a warning."""
-        if self.strict:
-            self.add(failure_id, detail)
-        else:
-            self.warnings.append(f"{failure_id} (fails only with --strict): {detail}")
-
-    def no_answer(self, what: str, bound_s: float | None) -> str:
-        """`what got no answer within B`: the bound and how --timeout-scale made it, so that a
-        slow model's author knows which knob to turn."""
-        return f"{what} got no answer within {bound_text(bound_s, self.timeout_scale)}"
-
-    def add(self, failure_id: str, detail: str, cause: str | None = None) -> None:
-        if failure_id in self.items:
-            old = self.items[failure_id]
-            if detail and detail not in old.detail:
-                old.detail = f"{old.detail}; {detail}" if old.detail else detail
-            return
-        kind = catalog.FAILURES[failure_id]
-        anchor = catalog.anchor_for(failure_id, self.journey_id)
-        self.items[failure_id] = Failure(
-            id=failure_id, message=kind.message_for(cause), doc=catalog.doc_link(anchor, self.docs_url),
-            detail=detail,
-        )
-
-
-def bound_text(bound_s: float | None, scale: float) -> str:
-    """`36 s (180 s × --timeout-scale 0.2); raise --timeout-scale if your model is slow`, or
-    `the bound` for evidence that does not record it (an older result.json)."""
-    if bound_s is None or bound_s <= 0:
-        return "the bound"
-    hint = "; raise --timeout-scale if your model is slow"
-    if scale <= 0:
-        return f"{bound_s:g} s{hint}"
-    return f"{bound_s:g} s ({round(bound_s / scale, 3):g} s × --timeout-scale {scale:g}){hint}"
-
-
 class _Float(str):
     """A JSON number token with a fraction or exponent, kept apart from integers."""
 
@@ -109,7 +55,7 @@ def read_protocol_version(raw: str) -> tuple[bool, str]:
     if not isinstance(message, dict):
         return False, "the answer is not a JSON object"
     if "error" in message:
-        return False, f"initialize answered with an error: {_short(message['error'])}"
+        return False, f"initialize answered with an error: {short(message['error'])}"
     result = message.get("result")
     if not isinstance(result, dict) or "protocolVersion" not in result:
         return False, "the answer has no result.protocolVersion"
@@ -119,7 +65,7 @@ def read_protocol_version(raw: str) -> tuple[bool, str]:
     if isinstance(version, str):
         return False, f"protocolVersion is the string {json.dumps(version)}; send the number 1"
     if type(version) is not int:
-        return False, f"protocolVersion is {_short(version)}; send the number 1"
+        return False, f"protocolVersion is {short(version)}; send the number 1"
     if version != 1:
         return False, f"protocolVersion is {version}; this check speaks ACP v1"
     return True, "1"
@@ -129,7 +75,7 @@ def judge_journey(evidence: JourneyEvidence, *, strict: bool = False,
                   docs_url: str = catalog.DEFAULT_DOCS_URL, timeout_scale: float = 1.0) -> Judgement:
     """`timeout_scale`: the run's --timeout-scale, named with a bound that ran out (text only:
     the verdict never depends on it)."""
-    findings = _Findings(evidence.journey, docs_url, strict, timeout_scale)
+    findings = Findings(evidence.journey, docs_url, strict, timeout_scale)
     warnings = findings.warnings
     if evidence.runner_error:
         findings.add("runner-error", evidence.runner_error)
@@ -142,7 +88,7 @@ def judge_journey(evidence: JourneyEvidence, *, strict: bool = False,
         _check_process(process, findings)
     for request in evidence.requests:
         _check_request(request, findings)
-    _JOURNEY_CHECKS[evidence.journey](evidence, findings)
+    JOURNEY_CHECKS[evidence.journey](evidence, findings)
 
     for warning in evidence.protocol_warnings:
         text = f"process {warning.process + 1} at {warning.at:.1f}s: {warning.kind}: {warning.message}"
@@ -170,20 +116,20 @@ def judge_journey(evidence: JourneyEvidence, *, strict: bool = False,
     if missing and (not findings.items or any(m.startswith("marker") for m in missing)):
         findings.add("evidence-incomplete", "; ".join(missing))
     if evidence.model_stub_used:
-        ours = model_stub_failures(evidence.model_requests)
+        ours = stub_failures(evidence.model_requests)
         if ours and findings.items:
             # The scripted model refused or broke on a request of the agent: the journey failed
             # because of acp-journeys, so it is our error and the agent's failures are not its.
             first = ours[0]
             detail = (f"the model stub (acp-journeys' scripted model) answered {len(ours)} request(s) of the agent "
-                      f"with an error, first {first['status']} {first.get('error') or ''}; the journey would "
+                      f"with an error, first {first.status} {first.error or ''}; the journey would "
                       f"otherwise fail with {', '.join(findings.items)}").strip()
             return Judgement("error", [_runner_error(evidence.journey, docs_url, detail)], warnings)
         for request in ours:
-            warnings.append(f"model endpoint: the stub answered a request with {request['status']} "
-                            f"(acp-journeys' failure): {request.get('error') or ''}")
+            warnings.append(f"model endpoint: the stub answered a request with {request.status} "
+                            f"(acp-journeys' failure): {request.error or ''}")
         # What reached the scripted model says why the agent's plumbing failed.
-        for hint in model_hints(evidence.model_requests):
+        for hint in hints(evidence.model_requests):
             # Each hint only with the failures it explains (never a leftover process, say), and
             # no request to the model is no news in a journey that never sent a prompt.
             if hint == NO_REQUEST and not evidence.turns:
@@ -198,49 +144,36 @@ def judge_journey(evidence: JourneyEvidence, *, strict: bool = False,
     return Judgement(verdict, list(findings.items.values()), warnings)
 
 
-def model_stub_failures(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The model requests that the stub failed to serve (4xx or 5xx of ours)."""
-    failed = {r.seq for r in stub_failures([RequestRecord.from_dict(r) for r in requests])}
-    return [r for r in requests if r.get("seq") in failed]
-
-
 def _runner_error(journey_id: str, docs_url: str, detail: str) -> Failure:
-    findings = _Findings(journey_id, docs_url)
+    findings = Findings(journey_id, docs_url)
     findings.add("runner-error", detail)
     return findings.items["runner-error"]
 
 
 # --- what a pass needs in the evidence -----------------------------------------------------------
 
-def missing_evidence(e: JourneyEvidence) -> list[str]:
+def missing_evidence(evidence: JourneyEvidence) -> list[str]:
     """What a journey's evidence lacks for a pass: the turns its script sends, each answered; its
     agent processes, each answered initialize and ended; the markers its checks look for."""
-    journey = catalog.JOURNEYS_BY_ID[e.journey]
-    missing = [f"marker {name!r}" for name in journey.markers if not e.markers.get(name)]
+    journey = catalog.JOURNEYS_BY_ID[evidence.journey]
+    missing = [f"marker {name!r}" for name in journey.markers if not evidence.markers.get(name)]
     needed = journey.processes
-    if len(e.processes) < needed:
-        missing.append(f"{needed} agent process(es), {len(e.processes)} recorded")
-    for p in e.processes:
+    if len(evidence.processes) < needed:
+        missing.append(f"{needed} agent process(es), {len(evidence.processes)} recorded")
+    for p in evidence.processes:
         if p.initialize_raw is None or (p.exited_at is None and p.killed_after is None):
             missing.append(f"process {p.index + 1}: its answer to initialize and its end")
     for name in journey.turns:
-        turn = _turn(e, name)
+        turn = find_turn(evidence, name)
         if turn is None:
             missing.append(f"turn {name}")
         elif turn.answered_at is None:
             missing.append(f"turn {name}: its answer")
-        elif not 0 <= turn.process < len(e.processes):
+        elif not 0 <= turn.process < len(evidence.processes):
             missing.append(f"turn {name}: its process")
-    if e.journey.startswith("plan-") and e.plan_switch is None:
+    if evidence.journey.startswith("plan-") and evidence.plan_switch is None:
         missing.append("the session's modes (plan_switch)")
     return missing
-
-
-def model_hints(requests: list[dict[str, Any]]) -> list[str]:
-    try:
-        return hints([RequestRecord.from_dict(r) for r in requests])
-    except (TypeError, ValueError, AttributeError, KeyError):  # a hand-made record: no hint, no crash
-        return ["the records of the model endpoint cannot be read"]
 
 
 def judge_result(result: RunResult) -> RunResult:
@@ -261,297 +194,58 @@ def judge_result(result: RunResult) -> RunResult:
 
 # --- the checks on every agent process (#step-2) -------------------------------------------
 
-def _check_process(p: ProcessEvidence, f: _Findings) -> None:
-    label = f"process {p.index + 1}"
-    if p.start_error:
-        f.add("agent-exited", f"{label} could not start: {p.start_error}")
+def _check_process(process: ProcessEvidence, findings: Findings) -> None:
+    label = f"process {process.index + 1}"
+    if process.start_error:
+        findings.add("agent-exited", f"{label} could not start: {process.start_error}")
         return
-    if p.initialize_raw is not None:
-        ok, what = read_protocol_version(p.initialize_raw)
+    if process.initialize_raw is not None:
+        ok, what = read_protocol_version(process.initialize_raw)
         if not ok:
-            f.add("initialize-protocol-version", f"{label}: {what}")
-    elif p.initialize_sent_at is not None:
+            findings.add("initialize-protocol-version", f"{label}: {what}")
+    elif process.initialize_sent_at is not None:
         # The cause first: a crash at start is no protocol version to fix.
-        if p.initialize_timed_out:
-            f.add("initialize-protocol-version",
-                  f"{label}: no answer to initialize within {bound_text(p.initialize_bound_s, f.timeout_scale)}",
+        if process.initialize_timed_out:
+            findings.add("initialize-protocol-version",
+                  f"{label}: no answer to initialize within "
+                  f"{bound_text(process.initialize_bound_s, findings.timeout_scale)}",
                   cause="no-answer")
         else:
-            f.add("initialize-protocol-version",
-                  f"{label} exited with code {p.exit_code} before it answered initialize", cause="exited")
-    if p.exited_before_stdin_close and p.exited_at is not None:
-        f.add("agent-exited", f"{label} exited with code {p.exit_code} at {p.exited_at:.1f}s, "
+            findings.add("initialize-protocol-version",
+                  f"{label} exited with code {process.exit_code} before it answered initialize", cause="exited")
+    if process.exited_before_stdin_close and process.exited_at is not None:
+        findings.add("agent-exited", f"{label} exited with code {process.exit_code} at {process.exited_at:.1f}s, "
                               "before its input was closed")
-    elif p.stdin_closed_at is not None:
-        during = " (a turn was running)" if p.turn_running_at_close else ""
-        if p.killed_after is not None:
-            f.add("no-exit-after-stdin-close",
-                  f"{label} was still running {p.killed_after:.0f}s after its input closed{during}; killed")
-        elif p.exited_at is not None and p.exited_at - p.stdin_closed_at > EXIT_BOUND_S:
-            f.add("no-exit-after-stdin-close",
-                  f"{label} ended {p.exited_at - p.stdin_closed_at:.1f}s after its input closed{during}")
-    if p.leftovers:
-        listed = ", ".join(f"pid {x.pid} `{one_line(x.command, COMMAND_LIMIT)}`" for x in p.leftovers[:5])
-        more = f" and {len(p.leftovers) - 5} more" if len(p.leftovers) > 5 else ""
-        closed = p.leftover_window_closes_at
+    elif process.stdin_closed_at is not None:
+        during = " (a turn was running)" if process.turn_running_at_close else ""
+        if process.killed_after is not None:
+            findings.add("no-exit-after-stdin-close",
+                  f"{label} was still running {process.killed_after:.0f}s after its input closed{during}; killed")
+        elif process.exited_at is not None and process.exited_at - process.stdin_closed_at > EXIT_BOUND_S:
+            findings.add("no-exit-after-stdin-close",
+                  f"{label} ended {process.exited_at - process.stdin_closed_at:.1f}s after its input closed{during}")
+    if process.leftovers:
+        listed = ", ".join(f"pid {x.pid} `{one_line(x.command, COMMAND_LIMIT)}`" for x in process.leftovers[:5])
+        more = f" and {len(process.leftovers) - 5} more" if len(process.leftovers) > 5 else ""
+        closed = process.leftover_window_closes_at
         when = f" (alive at {closed:.1f}s, when the look for leftovers ended)" if closed is not None else ""
-        f.add("process-left", f"{label} left {listed}{more}{when}")
+        findings.add("process-left", f"{label} left {listed}{more}{when}")
 
 
-def _check_request(r, f: _Findings) -> None:
-    if r.method == "session/new":
-        if r.error is not None:
-            f.add("session-new-error", f"error {_short(r.error)}")
-        elif r.timed_out:
-            f.add("timeout", f.no_answer("session/new", r.bound_s))
-    elif r.method == "session/load":
-        if r.error is not None:
-            f.add("session-load-error", f"error {_short(r.error)}")
-        elif r.timed_out:
-            f.add("timeout", f.no_answer("session/load", r.bound_s))
-    elif r.method in ("session/set_mode", "session/set_config_option"):
-        if r.error is not None:
-            f.add("set-mode-error", f"{r.method} {_short(r.params)} answered error {_short(r.error)}")
-        elif r.timed_out:
-            f.add("timeout", f.no_answer(r.method, r.bound_s))
-
-
-# --- the turns --------------------------------------------------------------------------------
-
-def _turn(e: JourneyEvidence, name: str) -> TurnEvidence | None:
-    return next((t for t in e.turns if t.name == name), None)
-
-
-def _turn_ended(t: TurnEvidence, f: _Findings, expected: str = "end_turn", *, named: bool = True) -> bool:
-    """Checks how a turn ended; True when it ended in a way whose reply can be judged.
-
-    named: the doc names the stop reason of this turn (#step-3, #step-4); elsewhere another stop
-    reason is a warning that fails only with --strict."""
-    if t.agent_exited:
-        f.add("agent-exited", f"the agent ended during turn {t.name}")
-        return False
-    if t.timed_out:
-        f.add("timeout", f.no_answer(f"turn {t.name}: session/prompt", t.bound_s))
-        return False
-    if t.error is not None:
-        f.add("prompt-error", f"turn {t.name}: {_short(t.error)}")
-        return False
-    if t.stop_reason != expected:
-        detail = f"turn {t.name}: stopReason {_short(t.stop_reason)}, expected {expected}"
-        if named:
-            f.add("stop-reason", detail)
-        else:
-            f.add_strict("stop-reason", detail)
-    return True
-
-
-def _reply_holds(t: TurnEvidence, needle: str, failure_id: str, f: _Findings, *, ignore_case: bool = False,
-                 what: str = "") -> None:
-    haystack = t.reply_text.lower() if ignore_case else t.reply_text
-    if (needle.lower() if ignore_case else needle) in haystack:
-        return
-    if t.update_counts.get("agent_message_chunk", 0) == 0:
-        where = " (it came in agent_thought_chunk)" if needle in t.thought_text else ""
-        f.add("reply-not-in-chunks", f"turn {t.name}: no agent_message_chunk text{where}")
-        return
-    f.add(failure_id, f"turn {t.name}: the reply {_quote(t.reply_text)} does not hold {what or needle}")
-
-
-def _check_turn_to_end(e: JourneyEvidence, f: _Findings) -> None:
-    t = _turn(e, "reply")
-    if t and _turn_ended(t, f):
-        _reply_holds(t, e.markers.get("reply") or "\0no-marker", "reply-missing-marker", f)
-
-
-def _check_same_session(e: JourneyEvidence, f: _Findings) -> None:
-    first, ask = _turn(e, "remember"), _turn(e, "ask")
-    if first:
-        _turn_ended(first, f)
-    if ask and _turn_ended(ask, f):
-        _reply_holds(ask, e.markers.get("word") or "\0no-marker", "reply-missing-word", f)
-
-
-def _check_after_restart(e: JourneyEvidence, f: _Findings) -> None:
-    first = _turn(e, "remember")
-    if first:
-        _turn_ended(first, f, named=False)
-    if len(e.processes) >= 2:
-        caps = e.processes[1].agent_capabilities
-        if caps is not None and caps.get("loadSession") is not True:
-            f.add("no-load-session", f"process 2: agentCapabilities.loadSession is "
-                                     f"{_short(caps.get('loadSession'))}")
-    ask = _turn(e, "ask")
-    if ask and _turn_ended(ask, f, named=False):
-        _reply_holds(ask, e.markers.get("word") or "\0no-marker", "reply-missing-word", f)
-
-
-def _check_image_and_file(e: JourneyEvidence, f: _Findings) -> None:
-    if e.processes:
-        caps = e.processes[0].agent_capabilities
-        if caps is not None:
-            prompt_caps = caps.get("promptCapabilities")
-            image = prompt_caps.get("image") if isinstance(prompt_caps, dict) else None
-            if image is not True:
-                f.add("no-image-capability", f"promptCapabilities.image is {_short(image)}")
-    t = _turn(e, "image")
-    word = e.markers.get("file") or "\0no-marker"
-    if t and _turn_ended(t, f, named=False):
-        _reply_holds(t, word, "reply-missing-word", f, what=f"the word of the file {word}")
-        # "red" as a word of its own, not inside the file word or "hundred"
-        rest = t.reply_text.replace(word, " ")
-        if "reply-not-in-chunks" not in f.items and not re.search(r"\bred\b", rest, re.IGNORECASE):
-            _reply_holds(t, "\0no-such-text", "reply-missing-red", f, what='the colour "red"')
-
-
-def _check_stop(e: JourneyEvidence, f: _Findings) -> None:
-    t = _turn(e, "sleep")
-    if t is None:
-        return
-    if t.agent_exited:
-        f.add("agent-exited", "the agent ended during turn sleep")
-        return
-    if t.cancel_sent_at is None:
-        if t.timed_out:
-            f.add("timeout", f.no_answer("turn sleep: session/prompt", t.bound_s))
-        elif t.error is not None:
-            f.add("prompt-error", f"turn sleep: {_short(t.error)}")
-        else:
-            f.add("sleep-never-started", f"the turn ended with {_short(t.stop_reason)} before the "
-                                         "command ran")
-        return
-    if t.cancel_trigger == "bound":
-        waited = t.cancel_sent_at - t.sent_at
-        f.add("sleep-never-started", f"cancelled at the turn's bound, after {waited:.0f} s (--timeout-scale "
-                                     f"{f.timeout_scale:g}); raise --timeout-scale if your model is slow")
-    elif t.cancel_trigger == "tool_call":
-        waited = f" within {t.process_wait_s:.0f}s" if t.process_wait_s is not None else ""
-        why = {True: " (tracking sees every process of the agent: it ran none such)",
-               False: " (this tracking cannot see every process of the agent)", None: ""}[t.sees_every_process]
-        f.warnings.append(f"session/cancel went out at {t.cancel_sent_at:.1f}s on a tool call about the sleep "
-                          f"reported in_progress: no `sleep 120` process was seen{waited} among the agent's "
-                          f"processes{why}")
-    stop_at = t.answered_at if t.answered_at is not None else float("inf")
-    shown = [c for c in t.tool_calls if c.at <= stop_at] or [p for p in t.permissions if p.at <= stop_at]
-    if not shown:
-        f.add("no-tool-call-before-cancel", "no tool_call update and no permission request in the turn")
-    if t.answered_at is None or t.answered_at - t.cancel_sent_at > CANCEL_BOUND_S:
-        took = "no answer" if t.answered_at is None else f"{t.answered_at - t.cancel_sent_at:.1f}s"
-        f.add("cancel-too-slow", f"session/cancel at {t.cancel_sent_at:.1f}s; the turn's answer: {took}")
-    elif t.error is not None:
-        f.add("prompt-error", f"turn sleep: {_short(t.error)}")
-    elif t.stop_reason != "cancelled":
-        f.add("stop-reason", f"after session/cancel the stopReason was {_short(t.stop_reason)}, "
-                             "expected cancelled")
-    if t.sleep_left:
-        f.add("sleep-left", ", ".join(f"pid {x.pid} `{one_line(x.command, 60)}`" for x in t.sleep_left))
-
-
-def _plan_id(call: McpCallEvidence) -> str | None:
-    result = call.result
-    if isinstance(result, dict) and isinstance(result.get("id"), str):
-        return result["id"]
-    return None
-
-
-def _check_plan_turn(t: TurnEvidence, title: str, input_word: str, f: _Findings, *, full: bool) -> None:
-    """full: Rondar's #step-8 (get_plan and the id in the reply); else #step-9 (the plan is saved)."""
-    if not _turn_ended(t, f, named=False):
-        return
-    creates = [c for c in t.mcp_calls if c.tool == "create_plan"]
-    good = [c for c in creates if not c.is_error and c.arguments.get("title") == title
-            and (not full or input_word in str(c.arguments.get("description", "")))]
-    if not good:
-        seen = "; ".join(f"{c.tool}({_short(c.arguments)})" for c in t.mcp_calls) or "no call of the rondar server"
-        f.add("create-plan-not-called", f"turn {t.name}: expected title {json.dumps(title)}"
-                                        f"{' and the cat output ' + input_word if full else ''}; seen: {seen}")
-        return
-    # A model that retries may save the same plan twice: any good create_plan is "that plan".
-    plan_ids = [i for i in (_plan_id(c) for c in good) if i is not None]
-    if not full or not plan_ids:
-        return
-    got = [v for c in t.mcp_calls if c.tool == "get_plan" for v in c.arguments.values() if v in plan_ids]
-    if not got:
-        f.add("get-plan-not-called", f"turn {t.name}: no get_plan with {' or '.join(plan_ids)}")
-    # The reply names the plan that get_plan read back, else any plan of a good create_plan.
-    wanted = [i for i in plan_ids if i in got] or plan_ids
-    held = next((i for i in wanted if i in t.reply_text), None)
-    _reply_holds(t, held or wanted[-1], "reply-missing-plan-id", f, what=f"the plan ID {' or '.join(wanted)}")
-
-
-def _check_plan_mode_found(e: JourneyEvidence, f: _Findings) -> bool:
-    switch = e.plan_switch
-    if switch is None:
-        return False  # session/new never answered; reported elsewhere
-    if switch.how is None:
-        offered = ", ".join(switch.offered_modes + switch.offered_config_values) or "nothing"
-        f.add("no-plan-mode", f"session/new offered: {offered}")
-        return False
-    return True
-
-
-def _check_plan_saved(e: JourneyEvidence, f: _Findings) -> None:
-    if not _check_plan_mode_found(e, f):
-        return
-    t = _turn(e, "plan")
-    if t is None:
-        return
-    _check_plan_turn(t, prompts.PLAN_TITLE_SAVED_PLAN, e.markers.get("input") or "\0no-marker", f, full=True)
-    if t.workspace_before is not None and t.workspace_after is not None:
-        changes = _workspace_changes(t.workspace_before, t.workspace_after)
-        if changes:
-            f.add("plan-changed-workspace", ", ".join(changes[:10]))
-
-
-def _check_plan_regular_plan(e: JourneyEvidence, f: _Findings) -> None:
-    if not _check_plan_mode_found(e, f):
-        return
-    for name in ("plan", "plan-again"):
-        t = _turn(e, name)
-        if t is not None:
-            _check_plan_turn(t, prompts.PLAN_TITLE_PLAN_REGULAR_PLAN, e.markers.get("input") or "\0no-marker", f,
-                             full=False)
-    regular = _turn(e, "regular")
-    if regular is not None and _turn_ended(regular, f, named=False) and regular.target_file_exists is not True:
-        f.add("regular-file-missing", f"{regular.target_file} does not exist after the regular turn")
-
-
-def _workspace_changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
-    changes = [f"new {p}" for p in sorted(after.keys() - before.keys())]
-    changes += [f"removed {p}" for p in sorted(before.keys() - after.keys())]
-    changes += [f"changed {p}" for p in sorted(before.keys() & after.keys()) if before[p] != after[p]]
-    return changes
-
-
-_JOURNEY_CHECKS = {
-    "turn-to-end": _check_turn_to_end,
-    "follow-up-same-session": _check_same_session,
-    "follow-up-after-restart": _check_after_restart,
-    "image-and-file": _check_image_and_file,
-    "stop-running-turn": _check_stop,
-    "plan-turn-saved-plan": _check_plan_saved,
-    "plan-regular-plan": _check_plan_regular_plan,
-}
-assert set(_JOURNEY_CHECKS) == set(catalog.JOURNEY_IDS)
-
-
-def _short(value: Any, limit: int = 200) -> str:
-    try:
-        text = json.dumps(value, sort_keys=True)
-    except (TypeError, ValueError, RecursionError):
-        text = repr(value)
-    return _clip(text, limit)
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def one_line(command: str, limit: int) -> str:
-    """A command line as failures show it: every run of whitespace (a title padded with spaces,
-    the lines of a `python -c` source) one space, then clipped. result.json keeps the full argv."""
-    return _clip(" ".join(command.split()), limit)
-
-
-def _quote(text: str) -> str:
-    return json.dumps(_clip(text, 120))
-
+def _check_request(request: RequestEvidence, findings: Findings) -> None:
+    if request.method == "session/new":
+        if request.error is not None:
+            findings.add("session-new-error", f"error {short(request.error)}")
+        elif request.timed_out:
+            findings.add("timeout", findings.no_answer("session/new", request.bound_s))
+    elif request.method == "session/load":
+        if request.error is not None:
+            findings.add("session-load-error", f"error {short(request.error)}")
+        elif request.timed_out:
+            findings.add("timeout", findings.no_answer("session/load", request.bound_s))
+    elif request.method in ("session/set_mode", "session/set_config_option"):
+        if request.error is not None:
+            findings.add("set-mode-error",
+                         f"{request.method} {short(request.params)} answered error {short(request.error)}")
+        elif request.timed_out:
+            findings.add("timeout", findings.no_answer(request.method, request.bound_s))

@@ -51,6 +51,12 @@ def _cut(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class RequestRecord:
+    """One HTTP request that reached the model stub, and what the stub decided: an entry of a
+    journey's `model_requests` in result.json (`to_dict`'s form, its strings cut)."""
+
+    __pydantic_config__ = {"extra": "ignore"}
+    """Read back from result.json, a key that this record does not have is left out, as `from_dict` does."""
+
     seq: int  # 1, 2, ... in order of arrival at this server
     at: float  # time.monotonic() when the request arrived
     tag: str | None  # the route tag of `ModelStub.url_for(tag)`, None for a bare URL

@@ -6,7 +6,8 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
-from acp_journeys.editor.session import AgentSession, JourneyContext, find_plan_switch, marker
+from acp_journeys.editor.plan_switch import find_plan_switch
+from acp_journeys.editor.session import AgentSession, JourneyContext, marker
 from acp_journeys.rules.evidence import PlanSwitchEvidence
 
 

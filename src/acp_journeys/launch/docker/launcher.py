@@ -20,10 +20,12 @@ Rules of this module:
 - The `docker` package blocks: every call runs in this launcher's thread pool.
 - Values of `env` and the files under `logins` are secrets: log and describe names only.
 - Everything made is labelled (labels.LABEL_*). `close` removes this run's objects; the
-  first use of a launcher removes what an older run that is no longer alive left behind.
+  first use of a launcher removes what an older run that is no longer alive left behind
+  (cleanup.py). The image's users are read from its /etc/passwd and /etc/group (passwd.py).
 - Bind-mount sources are paths of the engine's host. When this runner runs in a container, the
   MCP sockets live on a volume shared with it (ACP_JOURNEYS_SHARED_VOLUME mounted at
-  ACP_JOURNEYS_SHARED_DIR), or ACP_JOURNEYS_SHARED_DIR alone names a path mirrored from the host.
+  ACP_JOURNEYS_SHARED_DIR), or ACP_JOURNEYS_SHARED_DIR alone names a path mirrored from the host
+  (shared.py finds which).
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ import logging
 import os
 import posixpath
 import shutil
-import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -41,11 +42,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import acp_journeys.launch.agent_side as agent_side
+import acp_journeys.launch.docker.cleanup as cleanup
 import acp_journeys.launch.docker.engine as engine
 import acp_journeys.launch.docker.labels as labels
+import acp_journeys.launch.docker.shared as shared
 import acp_journeys.launch.docker.tar as tar
 from acp_journeys.launch.docker.engine import docker_module, short_error
-from acp_journeys.launch.docker.sandbox import MCP_MOUNT, DockerSandbox
+from acp_journeys.launch.docker.passwd import home_from_passwd, resolve_user
+from acp_journeys.launch.docker.sandbox import DockerSandbox
 from acp_journeys.launch.seam import SESSION_FILES_DIR, Launcher, LaunchError, Sandbox
 
 log = logging.getLogger("acp_journeys.launch.docker")
@@ -213,11 +217,11 @@ class DockerLauncher(Launcher):
         if self._helpers is None:
             raise LaunchError("the static helpers (holder, relay) are missing: run scripts/build-helpers.sh, "
                               "or set ACP_JOURNEYS_HELPERS to their folder (gcc builds them when present)")
-        self.shared = await self._shared_mode()
+        self.shared, self.volume_root = await shared.shared_mode(self.call, self.api, self._scratch)
         self.owner = labels.own_owner(not self.on_engine_host)
         self._mounts = await self._make_static_mounts(docker)
         self.helpers_source = await self._helpers_for_mount()
-        await self._remove_stale()
+        await cleanup.remove_stale(self.call, self.api, self.run_id, self.created)
         if self.network:
             self.network_name = await self._make_network(docker)
 
@@ -273,56 +277,6 @@ class DockerLauncher(Launcher):
             return None, f"the engine's storage driver ({driver}) refused a size: {short_error(exc)}"
         return self.disk, ""
 
-    async def _shared_mode(self) -> tuple[str, str, str]:
-        """("host", "", "") | ("volume", NAME, DIR) | ("mirror", "", DIR): where MCP sockets live."""
-        volume = os.environ.get("ACP_JOURNEYS_SHARED_VOLUME", "")
-        folder = os.environ.get("ACP_JOURNEYS_SHARED_DIR", "")
-        if volume and folder:
-            self.volume_root = await self._volume_folder(volume)
-            return ("volume", volume, folder)
-        if folder:
-            return ("mirror", "", folder)
-        if not await self._engine_sees_our_files():
-            raise LaunchError("this runner runs in a container, so its folders are not the engine's: give it a "
-                              "volume shared with the agents' containers (ACP_JOURNEYS_SHARED_VOLUME mounted at "
-                              "ACP_JOURNEYS_SHARED_DIR, as run.sh does) or a host path mirrored at "
-                              "ACP_JOURNEYS_SHARED_DIR")
-        return ("host", "", "")
-
-    async def _volume_folder(self, volume: str) -> str:
-        """The shared volume's folder on the engine's host, so that each journey can bind only its
-        own subfolder (an engine of API < 1.45 cannot mount a volume's subpath); "" when unknown."""
-        try:
-            found = await self.call(self.api.inspect_volume, volume)
-        except docker_module().errors.DockerException as exc:
-            raise LaunchError(f"cannot inspect the shared volume {volume}: {short_error(exc)}") from exc
-        if found.get("Driver") == "local" and posixpath.isabs(found.get("Mountpoint") or ""):
-            return str(found["Mountpoint"])
-        log.warning("the shared volume %s has no local folder: each journey sees all of it (read-only)", volume)
-        return ""
-
-    async def _engine_sees_our_files(self) -> bool:
-        """Does a bind mount of one of our folders show its files? (False when we run in a container.)
-
-        A /.dockerenv is no proof: a machine can have one and run the engine itself. So look: mount
-        a fresh folder with a marker into a never-started container and stat the marker there.
-        """
-        flag = os.environ.get("ACP_JOURNEYS_IN_CONTAINER", "")
-        if flag:
-            return flag in ("0", "false", "no")
-        folder = tempfile.mkdtemp(prefix="acpj-probe-")
-        marker = uuid.uuid4().hex
-        Path(folder, marker).write_bytes(b"")
-        docker = docker_module()
-        mount = docker.types.Mount(MCP_MOUNT, folder, type="bind", read_only=True)
-        try:
-            async with self._scratch(entrypoint=[], host_config=self.api.create_host_config(mounts=[mount])) as cid:
-                return await self.call(engine.stat_path, self.api, cid, f"{MCP_MOUNT}/{marker}") is not None
-        except docker.errors.DockerException:
-            return False  # the engine cannot mount our folder: it is not on our side
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-
     def _scratch(self, **create: Any) -> Any:
         """A never-started container of the image, labelled as this run's probe (see engine)."""
         return engine.scratch_container(self.call, self.api, self.image_id or self.image,
@@ -363,14 +317,7 @@ class DockerLauncher(Launcher):
         user = (config.get("User") or "").split(":")[0]
         self._home = "/root"
         if user not in ("", "root", "0"):
-            passwd = await self._probe_file("/etc/passwd")
-            for line in (passwd or b"").decode("utf-8", "replace").splitlines():
-                fields = line.split(":")
-                if len(fields) >= 6 and user in (fields[0], fields[2]):
-                    self._home = fields[5]
-                    break
-            else:
-                self._home = f"/home/{user}"
+            self._home = home_from_passwd(await self._probe_file("/etc/passwd"), user)
         return self._home
 
     async def agent_user(self) -> tuple[str, int, int]:
@@ -396,65 +343,6 @@ class DockerLauncher(Launcher):
         """A file of the image, read from a container that is created and never started."""
         async with self._scratch() as cid:
             return await self.call(engine.read_file, self.api, cid, path)
-
-    async def _remove_stale(self) -> None:
-        """Remove what older runs whose owner is gone left (a killed run's containers, volumes)."""
-        api = self.api
-        flt = {"label": labels.LABEL}
-        alive: dict[str, bool] = {}
-
-        async def stale(tags: dict[str, str]) -> bool:
-            if tags.get(labels.LABEL_RUN) == self.run_id:
-                return False
-            try:
-                created = float(tags.get(labels.LABEL_CREATED, "0"))
-            except ValueError:
-                created = 0.0
-            if created >= self.created:
-                return False
-            owner = tags.get(labels.LABEL_OWNER, "")
-            if owner not in alive:
-                alive[owner] = await self._owner_alive(owner, created)
-            return not alive[owner]
-
-        removed = 0
-        for c in await self.call(api.containers, all=True, filters=flt):
-            if await stale(c.get("Labels") or {}):
-                try:
-                    await self.call(api.remove_container, c["Id"], force=True, v=True)
-                    removed += 1
-                except Exception as exc:
-                    log.debug("could not remove a stale container: %s", short_error(exc))
-        volumes = (await self.call(api.volumes, filters=flt)).get("Volumes") or []
-        for v in volumes:
-            if await stale(v.get("Labels") or {}):
-                try:
-                    await self.call(api.remove_volume, v["Name"], force=True)
-                    removed += 1
-                except Exception as exc:
-                    log.debug("could not remove a stale volume: %s", short_error(exc))
-        for n in await self.call(api.networks, filters=flt):
-            if await stale(n.get("Labels") or {}):
-                try:
-                    await self.call(api.remove_network, n["Id"])
-                    removed += 1
-                except Exception as exc:
-                    log.debug("could not remove a stale network: %s", short_error(exc))
-        if removed:
-            log.info("removed %d object(s) left by older runs", removed)
-
-    async def _owner_alive(self, owner: str, created: float) -> bool:
-        if owner.startswith("container:"):
-            try:
-                info = await self.call(self.api.inspect_container, owner.split(":", 1)[1])
-                return bool((info.get("State") or {}).get("Running"))
-            except docker_module().errors.NotFound:
-                return False
-            except Exception:
-                return True  # cannot tell: keep it
-        if owner.startswith("pid:"):
-            return labels.pid_owner_alive(owner, time.time(), created)
-        return time.time() - created < labels.UNKNOWN_OWNER_TTL_S
 
     # --- Launcher -----------------------------------------------------------------------------
 
@@ -502,16 +390,7 @@ class DockerLauncher(Launcher):
         self._sandboxes.clear()
         if self._api is None:
             return
-        flt = {"label": f"{labels.LABEL_RUN}={self.run_id}"}
-        try:
-            for c in await self.call(self.api.containers, all=True, filters=flt):
-                await self.call(self.api.remove_container, c["Id"], force=True, v=True)
-            for v in (await self.call(self.api.volumes, filters=flt)).get("Volumes") or []:
-                await self.call(self.api.remove_volume, v["Name"], force=True)
-            for n in await self.call(self.api.networks, filters=flt):
-                await self.call(self.api.remove_network, n["Id"])
-        except Exception as exc:
-            log.warning("could not remove everything of run %s: %s", self.run_id, short_error(exc))
+        await cleanup.remove_run(self.call, self.api, self.run_id)
         if self._copied_helpers:
             shutil.rmtree(self._copied_helpers, ignore_errors=True)
 
@@ -559,41 +438,3 @@ def parse_memory(text: str) -> int:
     scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(value[-1:], 1)
     number = value[:-1] if value[-1:] in "kmg" else value
     return int(float(number) * scale)
-
-
-def resolve_user(spec: str, passwd: bytes | None, group: bytes | None) -> tuple[int, int]:
-    """The (uid, gid) a container's `User` ("name", "uid", "name:group", "uid:gid") runs as.
-
-    As the runtime does it: a user found in /etc/passwd takes its primary group from there; a
-    numeric user that is not found runs with gid 0; a named group is looked up in /etc/group.
-    A name found nowhere raises ValueError (the engine could not run that user either).
-    """
-    user, _, grp = spec.partition(":")
-    uid, gid = 0, 0
-    if user not in ("", "root"):
-        entry = _find_entry(passwd, user, width=4)
-        if entry is not None:
-            uid, gid = int(entry[2]), int(entry[3])
-        elif user.isdigit():
-            uid = int(user)
-        else:
-            raise ValueError(f"user {user!r} is not in the image's /etc/passwd")
-    if grp:
-        if grp.isdigit():
-            gid = int(grp)
-        else:
-            entry = _find_entry(group, grp, width=3)
-            if entry is None:
-                raise ValueError(f"group {grp!r} is not in the image's /etc/group")
-            gid = int(entry[2])
-    return uid, gid
-
-
-def _find_entry(table: bytes | None, key: str, width: int) -> list[str] | None:
-    """The line of /etc/passwd (width 4) or /etc/group (width 3) whose name or id (its third
-    field) is `key`, split on ':'; a line whose id fields are not numbers is skipped."""
-    for line in (table or b"").decode("utf-8", "replace").splitlines():
-        fields = line.split(":")
-        if len(fields) >= width and key in (fields[0], fields[2]) and all(f.isdigit() for f in fields[2:width]):
-            return fields
-    return None

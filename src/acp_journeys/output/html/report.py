@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from acp_journeys.output.html.htmlsafe import attr, safe_href, text
-from acp_journeys.output.html.timeline import (as_dict, as_list, as_str, cancel_latencies, frame_info,
-                                          journey_timeline, num, seconds, short)
+from acp_journeys.output.html.evidence_json import as_dict, as_list, as_str, frame_info, num, short
+from acp_journeys.output.html.timeline import cancel_latencies, journey_timeline, seconds
 from acp_journeys.output.html.timeline_svg import KNOWN_UPDATES, dom_id, panels, update_class
 from acp_journeys.output import protocol_tier
 from acp_journeys.output.markdown import fix_and_step

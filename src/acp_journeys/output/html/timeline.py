@@ -12,21 +12,18 @@ Rules of this module:
   status changes, permission requests with our answer, MCP calls, refused agent requests) and
   `cancel` (the command seen, session/cancel, the answer with its latency, sleeps left). The
   journey has lanes of its own for model-stub requests and MCP calls outside any turn.
-- Labels are short (`LABEL_CHARS`); the whole story of a point is its `detail` (a tooltip).
+- Labels are short (`evidence_json.LABEL_CHARS`); the whole story of a point is its `detail` (a tooltip).
 """
 
 from __future__ import annotations
 
-import json
-import math
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from acp_journeys.output.html.evidence_json import as_dict, as_list, as_str, frame_info, num, short
 from acp_journeys.rules.catalog import RULES
 
-LABEL_CHARS = 48
 POINTS_KEPT = 3000
 """Points of one process (and of the journey's own lanes) drawn, the earliest ones: the page of
 a result with a flood of frames or calls stays a page (result.json holds everything)."""
@@ -35,8 +32,6 @@ CANCEL_BOUND_S = RULES.cancel_s
 """Rondar's bound on the stop (the judge's rule); the timeline only writes it next to the latency."""
 
 LANES = ("process", "requests", "updates", "tools", "cancel")
-_KIND = re.compile(r'"sessionUpdate"\s*:\s*"([^"]{1,64})"')
-_METHOD = re.compile(r'"method"\s*:\s*"([^"]{1,64})"')
 
 
 @dataclass(frozen=True)
@@ -81,82 +76,8 @@ class JourneyTimeline:
         return [p for proc in self.processes for p in proc.points] + self.journey_points
 
 
-@dataclass(frozen=True)
-class FrameInfo:
-    """What one frame of the transcript is, as far as its text says."""
-
-    what: str
-    update_kind: str | None = None
-    tool_call_id: str | None = None
-    status: str | None = None
-    title: str | None = None
-
-
-# --- reading JSON defensively -------------------------------------------------------------------
-
-def num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def as_dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def as_str(value: Any, default: str = "") -> str:
-    if value is None:
-        return default
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-
-
-def short(value: Any, chars: int = LABEL_CHARS) -> str:
-    s = " ".join(as_str(value).split())
-    return s if len(s) <= chars else s[: chars - 1] + "…"
-
-
 def seconds(value: float) -> str:
     return f"{value:.3f} s"
-
-
-def frame_info(frame: Mapping[str, Any]) -> FrameInfo:
-    """The method, update kind and tool call of a frame; a frame cut at its size limit is read
-    with patterns instead of JSON."""
-    direction = as_str(frame.get("direction"))
-    text = as_str(frame.get("text"))
-    if direction in ("stderr", "note"):
-        return FrameInfo(direction)
-    try:
-        message = json.loads(text)
-    except ValueError:
-        kind = _KIND.search(text)
-        method = _METHOD.search(text)
-        if kind:
-            return FrameInfo(f"update {kind.group(1)}", update_kind=kind.group(1))
-        return FrameInfo(method.group(1) if method else "not JSON")
-    if not isinstance(message, dict):
-        return FrameInfo("not a JSON object")
-    method = message.get("method")
-    if isinstance(method, str):
-        params = as_dict(message.get("params"))
-        update = as_dict(params.get("update"))
-        kind = update.get("sessionUpdate")
-        if method == "session/update" and isinstance(kind, str):
-            call = update.get("toolCallId")
-            status = update.get("status")
-            return FrameInfo(f"update {short(kind, 40)}", update_kind=kind,
-                             tool_call_id=as_str(call) if call is not None else None,
-                             status=status if isinstance(status, str) else None,
-                             title=update.get("title") if isinstance(update.get("title"), str) else None)
-        return FrameInfo(short(method, 40))
-    ident = short(message.get("id"), 16)
-    if "error" in message:
-        return FrameInfo(f"error #{ident}")
-    return FrameInfo(f"answer #{ident}")
 
 
 # --- the points ---------------------------------------------------------------------------------
@@ -196,6 +117,34 @@ def journey_timeline(journey: Mapping[str, Any]) -> JourneyTimeline:
             lane_owner(w.get("process")).points.append(
                 Point(at, "process", "warning", f"warning: {short(kind, 20)}", short(w.get("message"), DETAIL_CHARS),
                       tone="warn"))
+    _add_frame_points(frames, lane_owner)
+
+    journey_points: list[Point] = []
+    for m in as_list(evidence.get("mcp_calls_outside_turns")):
+        point = _mcp_point(as_dict(m), lane="mcp")
+        if point is not None:
+            journey_points.append(point)
+    for record in as_list(evidence.get("model_requests")):
+        point = _model_request_point(as_dict(record))
+        if point is not None:
+            journey_points.append(point)
+
+    end = max([num(journey.get("duration_s")) or 0.0]
+              + [t for p in (*[q for proc in processes.values() for q in proc.points], *journey_points)
+                 for t in (p.at, p.end) if t is not None]
+              + [num(f.get("at")) or 0.0 for f in frames])
+    for owner in processes.values():
+        if len(owner.points) > POINTS_KEPT:
+            owner.points = sorted(owner.points, key=lambda q: q.at)[:POINTS_KEPT]
+    if len(journey_points) > POINTS_KEPT:
+        journey_points = sorted(journey_points, key=lambda q: q.at)[:POINTS_KEPT]
+    ordered = [processes[i] for i in sorted(processes)]
+    return JourneyTimeline(end=end, processes=ordered, journey_points=journey_points,
+                           updates_kept=transcript is not None)
+
+
+def _add_frame_points(frames: list[dict[str, Any]], lane_owner: Callable[[Any], ProcessTimeline]) -> None:
+    """The agent's frames on its process's lane: each update, and each status of a tool call."""
     for i, frame in enumerate(frames):
         at = num(frame.get("at"))
         if at is None or as_str(frame.get("direction")) != "from-agent":
@@ -211,39 +160,22 @@ def journey_timeline(journey: Mapping[str, Any]) -> JourneyTimeline:
                                       f"{short(info.status, 40)} (frame {i + 1})",
                                       group=f"call:{info.tool_call_id}"))
 
-    journey_points: list[Point] = []
-    for m in as_list(evidence.get("mcp_calls_outside_turns")):
-        point = _mcp_point(as_dict(m), lane="mcp")
-        if point is not None:
-            journey_points.append(point)
-    for record in as_list(evidence.get("model_requests")):
-        record = as_dict(record)
-        at = num(record.get("at"))
-        if at is None:
-            continue
-        decision = as_dict(record.get("decision"))
-        said = (f"tool {short(decision.get('tool_call'), 24)}" if decision.get("tool_call") else
-                "text" if "text" in decision else short(record.get("dialect") or "request", 24))
-        status = record.get("status")
-        bad = isinstance(status, int) and status >= 400
-        detail = "; ".join(x for x in (
-            f"#{as_str(record.get('seq'))} {as_str(record.get('method'))} {as_str(record.get('path'))}",
-            f"status {as_str(status)}", f"intent {as_str(record.get('intent'))}" if record.get("intent") else "",
-            short(record.get("why"), 300)) if x)
-        journey_points.append(Point(at, "model", "model", f"model: {said}", detail, tone="bad" if bad else ""))
 
-    end = max([num(journey.get("duration_s")) or 0.0]
-              + [t for p in (*[q for proc in processes.values() for q in proc.points], *journey_points)
-                 for t in (p.at, p.end) if t is not None]
-              + [num(f.get("at")) or 0.0 for f in frames])
-    for owner in processes.values():
-        if len(owner.points) > POINTS_KEPT:
-            owner.points = sorted(owner.points, key=lambda q: q.at)[:POINTS_KEPT]
-    if len(journey_points) > POINTS_KEPT:
-        journey_points = sorted(journey_points, key=lambda q: q.at)[:POINTS_KEPT]
-    ordered = [processes[i] for i in sorted(processes)]
-    return JourneyTimeline(end=end, processes=ordered, journey_points=journey_points,
-                           updates_kept=transcript is not None)
+def _model_request_point(record: Mapping[str, Any]) -> Point | None:
+    """One request to the model stub on the journey's lane: what the stub decided, and why."""
+    at = num(record.get("at"))
+    if at is None:
+        return None
+    decision = as_dict(record.get("decision"))
+    said = (f"tool {short(decision.get('tool_call'), 24)}" if decision.get("tool_call") else
+            "text" if "text" in decision else short(record.get("dialect") or "request", 24))
+    status = record.get("status")
+    bad = isinstance(status, int) and status >= 400
+    detail = "; ".join(x for x in (
+        f"#{as_str(record.get('seq'))} {as_str(record.get('method'))} {as_str(record.get('path'))}",
+        f"status {as_str(status)}", f"intent {as_str(record.get('intent'))}" if record.get("intent") else "",
+        short(record.get("why"), 300)) if x)
+    return Point(at, "model", "model", f"model: {said}", detail, tone="bad" if bad else "")
 
 
 def _process_points(p: Mapping[str, Any], argv: str) -> list[Point]:
