@@ -275,6 +275,13 @@ class RunResult(_Model):
     tiers: Tiers | None = None
     """Opt-in tiers beside Rondar's verdict (`run --tier protocol`); they never change it."""
 
+    def __repr__(self) -> str:
+        # Short: Python 3.11's asyncio.run reprs its main task, this result included, twice as it
+        # gives SIGINT back (signal._int_to_enum), and the full repr of every journey's evidence
+        # cost 1 to 2 ms of CPU a run. The whole result is model_dump's.
+        return (f"RunResult(verdict={self.verdict!r}, passed={self.passed}, failed={self.failed}, "
+                f"journeys={len(self.journeys)}, partial={self.partial})")
+
 
 # --- the protocol tier (#26): its own evidence and verdicts, beside Rondar's -----------------
 
