@@ -356,6 +356,14 @@ def test_the_fast_check_follows_jsonschema_where_the_acp_schema_does_not_reach()
              ({"type": ["string", "null"], "minLength": 2}, ["", "ab", None, 3]),
              ({"additionalProperties": {"type": "integer"}, "properties": {"a": {}}}, [{"a": "x", "b": 1}, {"b": "x"}]),
              ({"not": {"items": {"type": "string"}}}, [["a"], [1], "no array"])]
+    # a union tagged by a required const (checked by its tag alone), with a tag twice and
+    # variants that take what is no object
+    tagged = [{"type": "object", "properties": {"k": {"const": "a"}}, "required": ["k"]},
+              {"properties": {"k": {"const": "a"}, "n": {"type": "integer"}}, "required": ["k"]},
+              {"properties": {"k": {"type": "string", "const": "b"}}, "required": ["k", "n"]}]
+    values = [{"k": "a"}, {"k": "a", "n": 1}, {"k": "a", "n": "x"}, {"k": "b"}, {"k": "b", "n": 1}, {"k": "c"},
+              {}, {"k": 1}, {"k": ["a"]}, {"n": 1}, "no object", 3, None]
+    cases += [({"oneOf": tagged}, values), ({"anyOf": tagged}, values), ({"oneOf": tagged[1:]}, values)]
     for schema, values in cases:
         fast = _Compiler({}).node(schema)
         assert [fast(v) for v in values] == [jsonschema.Draft202012Validator(schema).is_valid(v) for v in values]

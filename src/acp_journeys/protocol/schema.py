@@ -144,6 +144,37 @@ class _Compiler:
             return True
         return check
 
+    @staticmethod
+    def tagged(key: str, variants: list[Any], subs: list[Check]) -> Check | None:
+        """anyOf/oneOf over variants that each require one property with a string `const` of
+        its own (ACP's unions: `sessionUpdate`, `type`...): only the variants whose const equals
+        the value's tag are checked. Exact, not looser: on an object, every other variant fails
+        on that property (missing, or another value), so it can be neither the one match of a
+        oneOf nor a match of an anyOf; a value that is no object is checked against them all."""
+        tag = None
+        for name in (variants[0].get("required", []) if variants and isinstance(variants[0], dict) else []):
+            if all(isinstance(variant, dict) and name in variant.get("required", [])
+                   and isinstance(variant.get("properties", {}).get(name), dict)
+                   and isinstance(variant["properties"][name].get("const"), str) for variant in variants):
+                tag = name
+                break
+        if tag is None:
+            return None
+        by_tag: dict[str, list[Check]] = {}
+        for variant, sub in zip(variants, subs):
+            by_tag.setdefault(variant["properties"][tag]["const"], []).append(sub)
+        none: list[Check] = []
+
+        def candidates(v: Any) -> list[Check]:
+            if not isinstance(v, dict):
+                return subs
+            value = v.get(tag)
+            return by_tag.get(value, none) if isinstance(value, str) else none
+
+        if key == "anyOf":
+            return lambda v: any(sub(v) for sub in candidates(v))
+        return lambda v: sum(1 for sub in candidates(v) if sub(v)) == 1
+
     def keyword(self, key: str, value: Any, schema: dict[str, Any]) -> Check:
         if key == "type":
             names = value if isinstance(value, list) else [value]
@@ -157,6 +188,9 @@ class _Compiler:
             subs = [self.node(sub) for sub in value]
             if key == "allOf":
                 return lambda v: all(sub(v) for sub in subs)
+            tagged = self.tagged(key, value, subs)
+            if tagged is not None:
+                return tagged
             if key == "anyOf":
                 return lambda v: any(sub(v) for sub in subs)
             return lambda v: sum(1 for sub in subs if sub(v)) == 1
