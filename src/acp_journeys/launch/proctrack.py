@@ -73,9 +73,10 @@ class Tracker:
         for pid in self.pids():
             try:
                 proc = psutil.Process(pid)
-                if proc.status() == psutil.STATUS_ZOMBIE:
-                    continue  # dead: only its parent's wait is missing
-                found.append(ProcInfo(pid, tuple(proc.cmdline()), proc.name()))
+                with proc.oneshot():  # the status and the name from one read of its stat file
+                    if proc.status() == psutil.STATUS_ZOMBIE:
+                        continue  # dead: only its parent's wait is missing
+                    found.append(ProcInfo(pid, tuple(proc.cmdline()), proc.name()))
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
         return found
@@ -128,15 +129,22 @@ class CgroupTracker(Tracker):
         super().kill_all(bound_s)
 
     def close(self) -> None:
-        self.kill_all()
-        for _ in range(20):
+        # A cgroup with a live process in it cannot be removed: when the first rmdir works,
+        # nothing was left to kill (the usual case: collect_leftovers killed and listed it all),
+        # and a kill and a listing less per agent process.
+        for attempt in range(21):
             try:
                 self.path.rmdir()
+                if attempt == 0 and self.reaps_orphans:
+                    _reap_orphans()  # as kill_all would have: zombies of its orphans are ours
                 return
             except FileNotFoundError:
                 return
             except OSError:
-                time.sleep(0.05)
+                if attempt == 0:
+                    self.kill_all()
+                else:
+                    time.sleep(0.05)
 
 
 class DescentTracker(Tracker):
