@@ -842,8 +842,12 @@ def test_run_sh_runs_the_runner_image_with_the_agent_dir(engine: Any, tmp_path: 
     deadline = time.monotonic() + 120
     while runner.poll() is None and time.monotonic() < deadline and not seen_args:
         for c in engine.api.containers(filters={"name": "acpj-runner-"}):
-            seen = engine.api.inspect_container(c["Id"])
-            seen_args = seen["Args"]
+            found = engine.api.inspect_container(c["Id"])
+            # Ours only: another suite on the same engine runs runner containers too; ours mounts
+            # this test's folder (run.sh's cwd, where result.json goes).
+            if not any(m.get("Source", "").startswith(str(tmp_path)) for m in found["Mounts"]):
+                continue
+            seen, seen_args = found, found["Args"]
             volumes = [m["Name"] for m in seen["Mounts"] if m["Type"] == "volume"]
             options = engine.api.inspect_volume(volumes[0]).get("Options") or {} if volumes else {}
         time.sleep(0.2)
@@ -861,11 +865,13 @@ def test_run_sh_runs_the_runner_image_with_the_agent_dir(engine: Any, tmp_path: 
     # Settings are no secrets: on the command line, in result.json as they are (NAME alone: this shell's value).
     assert "AGENT_MODEL=stub-model" in seen_args and "AGENT_KERNEL=/opt/kernel/bin/python" in seen_args
     assert result["launch"]["settings"] == {"AGENT_MODEL": "stub-model", "AGENT_KERNEL": "/opt/kernel/bin/python"}
+    name = seen["Name"].lstrip("/")
     left = [c for c in engine.api.containers(all=True, filters={"label": labels.LABEL})
-            if c["Labels"].get(labels.LABEL_OWNER, "").startswith("container:acpj-runner-")]
+            if c["Labels"].get(labels.LABEL_OWNER, "") == f"container:{name}"]
     assert left == []
-    assert not [v for v in engine.api.volumes(filters={"label": labels.LABEL}).get("Volumes") or []
-                if v["Name"].startswith("acpj-shared-")]
+    ours = {m["Name"] for m in seen["Mounts"] if m["Type"] == "volume"}
+    assert ours and not [v for v in engine.api.volumes(filters={"label": labels.LABEL}).get("Volumes") or []
+                         if v["Name"] in ours]
 
 
 if __name__ == "__main__":
