@@ -68,7 +68,9 @@ class GitHubReport:
     """The gate's word (PARTIAL, REFUSED) that the check run, the summary and `verdict` say."""
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect comes back as an HTTPError: urllib would send the token on to any host."""
+
     def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
         return None
 
@@ -95,11 +97,11 @@ def head_sha(env: Mapping[str, str]) -> tuple[str | None, list[str]]:
     return sha, warnings
 
 
-def _redact(text: str, token: str | None) -> str:
+def redact_token(text: str, token: str | None) -> str:
     return text.replace(token, "***") if token else text
 
 
-def _api_message(body: bytes) -> str:
+def api_message(body: bytes) -> str:
     try:
         message = json.loads(body.decode("utf-8", "replace")).get("message", "")
     except (ValueError, AttributeError):
@@ -118,7 +120,7 @@ def post_json(url: str, payload: Mapping[str, Any], *, token: str, timeout: floa
         "Content-Type": "application/json",
         "User-Agent": f"acp-journeys/{__version__}",
     }
-    opener = urllib.request.build_opener(_NoRedirect)
+    opener = urllib.request.build_opener(NoRedirect)
     attempts = 0
     status: int | None = None
     body = b""
@@ -203,7 +205,7 @@ def _create_check_run(report: GitHubReport, result: RunResult, env: Mapping[str,
     elif status == 401:
         report.warnings.append("the token was refused (HTTP 401): no check run; the job summary has the verdict")
     elif status is not None:
-        message = _api_message(body)
+        message = api_message(body)
         report.warnings.append(f"the GitHub API answered HTTP {status}{': ' + message if message else ''} "
                                f"after {report.attempts} attempt(s): no check run; the job summary has the verdict")
     else:
@@ -289,5 +291,5 @@ def report_github(result: RunResult, *, env: Mapping[str, str], token: str | Non
             report.outputs_written = True
         except OSError as exc:
             report.warnings.append(f"cannot write the step outputs ({type(exc).__name__}: {exc.strerror or exc})")
-    report.warnings = [_redact(w, token) for w in report.warnings]
+    report.warnings = [redact_token(w, token) for w in report.warnings]
     return report

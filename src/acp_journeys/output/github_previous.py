@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from acp_journeys import __version__
+from acp_journeys.output.github import NoRedirect, api_message, redact_token
 
 REQUEST_TIMEOUT_S = 30.0
 MAX_RUNS_LOOKED_AT = 10
@@ -44,12 +45,6 @@ class PreviousSummary:
 
     path: str | None
     note: str
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    # A redirect is followed by hand, without the token (urllib would send it to any host).
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
-        return None
 
 
 class _Missing(Exception):
@@ -77,7 +72,7 @@ def fetch_previous_summary(env: Mapping[str, str], artifact: str, dest: str, *,
         data = client.download(f"/repos/{repo}/actions/artifacts/{artifact_id}/zip")
         summary = _summary_from_zip(data, artifact, run_id)
     except _Missing as exc:
-        return PreviousSummary(None, _redact(str(exc), token))
+        return PreviousSummary(None, redact_token(str(exc), token))
     try:
         with open(dest, "wb") as f:
             f.write(summary)
@@ -146,7 +141,7 @@ class _Client:
 
     def __init__(self, api: str, token: str, timeout: float) -> None:
         self.api, self.token, self.timeout = api, token, timeout
-        self.opener = urllib.request.build_opener(_NoRedirect)
+        self.opener = urllib.request.build_opener(NoRedirect)  # a redirect is followed by hand, without the token
 
     def get_json(self, path: str, query: Mapping[str, str]) -> Any:
         body = self._get(f"{self.api}{path}?{urllib.parse.urlencode(query)}", with_token=True, limit=16 << 20)
@@ -174,22 +169,13 @@ class _Client:
                 if urllib.parse.urlsplit(target).scheme not in ("https", "http"):
                     raise _Missing("the artifact's download redirect is not an http(s) URL") from None
                 return self._get(target, with_token=False, limit=limit)
-            raise _Missing(f"GET {shown} answered HTTP {exc.code}{_api_message(exc)}") from None
+            try:
+                message = " ".join(api_message(exc.read(64 << 10)).split())
+            except OSError:
+                message = ""
+            raise _Missing(f"GET {shown} answered HTTP {exc.code}{f' ({message})' if message else ''}") from None
         except (urllib.error.URLError, OSError) as exc:
             raise _Missing(f"GET {shown} failed: {type(exc).__name__}: {getattr(exc, 'reason', exc)}") from None
         if len(body) > limit:
             raise _Missing(f"the answer to GET {shown} is over the bound of {limit} bytes")
         return body
-
-
-def _api_message(exc: urllib.error.HTTPError) -> str:
-    try:
-        message = json.loads(exc.read(64 << 10).decode("utf-8", "replace")).get("message", "")
-    except (ValueError, AttributeError, OSError):
-        return ""
-    text = " ".join(str(message).split())[:300]
-    return f" ({text})" if text else ""
-
-
-def _redact(text: str, token: str) -> str:
-    return text.replace(token, "***") if token else text
