@@ -7,7 +7,7 @@
 # With no registry: scripts/setup/build-runner-image.sh builds from a context folder that holds
 # wheels/ (downloaded on the host) and passes a locally built base as BASE_IMAGE.
 # The base by digest (python:3.12-slim: Python 3.12.14 on Debian trixie; bump it together with
-# action/runner-requirements.txt), so that the fallback build is the same on every machine; a
+# requirements/runner.txt), so that the fallback build is the same on every machine; a
 # local build passes its own BASE_IMAGE.
 ARG BASE_IMAGE=python:3.12-slim@sha256:78387bc3881b8273120a12ebe6c1ab22b018ccc2c9adf565ae1ac9b536e184ea
 
@@ -30,7 +30,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 COPY . /tmp/ctx
 # With wheels/ in the context: install from it alone (no registry), bootstrapping pip from its
 # own wheel when the base has none. Without it: the locked requirements, each checked against its
-# hashes (action/runner-requirements.txt, made by scripts/release/lock-runner-requirements.sh), then
+# hashes (requirements/runner.txt, made by scripts/release/lock-runner-requirements.sh), then
 # acp-journeys itself with no other download.
 RUN set -e; cd /tmp/ctx; \
     if ls wheels/*.whl >/dev/null 2>&1; then \
@@ -38,7 +38,7 @@ RUN set -e; cd /tmp/ctx; \
         else pip="python3 $(ls wheels/pip-*.whl | head -n1)/pip"; fi; \
         $pip install --no-index --find-links wheels acp-journeys; \
     else \
-        python3 -m pip install --require-hashes --no-deps -r action/runner-requirements.txt; \
+        python3 -m pip install --require-hashes --no-deps -r requirements/runner.txt; \
         python3 -m pip install --no-deps --no-build-isolation --no-index .; \
     fi; \
     mkdir -p /app && cp entrypoint.py /app/entrypoint.py; \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/release/lock-runner-requirements.sh: (re)write action/runner-requirements.txt, the runner
+# scripts/release/lock-runner-requirements.sh: (re)write requirements/runner.txt, the runner
 # image's dependencies (and setuptools, which builds acp-journeys in it) pinned with the hashes
 # of every file of each version, for the Python of the Dockerfile's base (3.12) on Linux.
 #
@@ -14,5 +14,5 @@ trap 'rm -f "$extra"' EXIT
 printf 'setuptools>=68\n' >"$extra"
 cd "$here"
 "$env/bin/uv" pip compile pyproject.toml "$extra" --python-version 3.12 --python-platform linux \
-    --generate-hashes --no-header --no-annotate --quiet -o action/runner-requirements.txt
-printf 'lock-runner-requirements: wrote action/runner-requirements.txt\n' >&2
+    --generate-hashes --no-header --no-annotate --quiet -o requirements/runner.txt
+printf 'lock-runner-requirements: wrote requirements/runner.txt\n' >&2

@@ -1193,9 +1193,9 @@ def test_the_fallback_runner_build_is_reproducible() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text()
     base = re.search(r"^ARG BASE_IMAGE=(\S+)$", dockerfile, flags=re.M)
     assert base and re.fullmatch(r"python:3\.12-slim@sha256:[0-9a-f]{64}", base.group(1)), base
-    assert "pip install --require-hashes --no-deps -r action/runner-requirements.txt" in dockerfile
+    assert "pip install --require-hashes --no-deps -r requirements/runner.txt" in dockerfile
     assert "pip install --no-deps --no-build-isolation --no-index ." in dockerfile
-    lock = (ROOT / "action" / "runner-requirements.txt").read_text()
+    lock = (ROOT / "requirements" / "runner.txt").read_text()
     entries = re.findall(r"^([A-Za-z0-9_.-]+)==(\S+) \\\n((?:\s+--hash=sha256:[0-9a-f]{64}(?: \\)?\n)+)", lock, flags=re.M)
     pinned = {name.lower().replace("_", "-") for name, _, _ in entries}
     assert len(entries) == len(re.findall(r"^\S", lock, flags=re.M)), "an entry without a version or a hash"
