@@ -1,25 +1,14 @@
 #!/usr/bin/env bash
-# The shell of action.yml and merge/action.yml: what must stay outside the runner image (docker
-# build, pull, run and kill, the stop-commands guard, the clean-up). Every input is checked, and
-# every docker parameter made, by `acp-journeys action JOB` in the runner image
-# (src/acp_journeys/cli/action/): this script takes them from its outputs and the work folder.
-#
-#   steps.sh runner     the runner image: the input's (local, else pulled), else the release's digest
-#                       or the ref's tag (pulled), else built from the action's Dockerfile
-#   steps.sh prepare    `action prepare` in it (merge-prepare: the merge action's); outputs work, ...
-#   steps.sh build      build the agent image with prepare's arguments (or pull the given image)
-#   steps.sh run        `action run` with the engine's socket; report, gate and merge likewise, without
-#   steps.sh cleanup    remove every container, volume and network of this job's run
-#
+# The shell of action.yml and merge/action.yml: only what must stay outside the runner image
+# (docker build, pull, run and kill, the stop-commands guard). Every input is checked, and every
+# docker parameter made, by `acp-journeys action JOB` in the runner image (src/acp_journeys/cli/
+# action/); this script takes them from its outputs and the work folder. Usage: steps.sh
+# runner|prepare|merge-prepare|build|run|report|gate|merge|cleanup (as the step's name says).
 # Rules: inputs only as environment variables, never spliced into code; nothing eval'ed. Output
 # that may hold the agent's text runs under a stop-commands pause with a random token. Runner
-# containers run as the calling user, bounded, labelled. Exit codes: 0, or 1 for a failed gate,
-# or 2 for bad inputs and a run that could not be done.
+# containers run as the calling user, bounded, labelled. Exit 0, 1 (a failed gate) or 2.
 set -euo pipefail
-
-DEFAULT_RUNNER_REPO="rondar/acp-journeys"
 RUNNER_REGISTRY="ghcr.io"
-LOCAL_RUNNER_TAG="acp-journeys/runner:action-build"
 
 # Workflow-command data: %, CR and LF escaped and ##[ broken, so no text can start a command.
 escape_data() {
@@ -32,7 +21,8 @@ say() { printf 'acp-journeys: %s\n' "$(escape_data "$*")"; }
 warn() { resume_commands; printf '::warning::%s\n' "$(escape_data "$*")"; }
 error() { resume_commands; printf '::error::%s\n' "$(escape_data "$*")"; }
 die() { error "$*"; exit 2; }
-need() { [ -n "${!1:-}" ] || die "internal: $1 is not set (did an earlier step of the action fail?)"; }
+need() { for v; do [ -n "${!v:-}" ] || die "internal: $v is not set (did an earlier step of the action fail?)"; done; }
+output() { printf '%s\n' "$@" >>"${GITHUB_OUTPUT:-/dev/stdout}"; }
 
 # GitHub's runner acts on no workflow command between these two; the token is random and
 # printed only here, so nothing inside can end the pause. Our own warn and error end it first.
@@ -42,13 +32,10 @@ pause_commands() {
     STOP_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
     printf '::stop-commands::%s\n' "$STOP_TOKEN"
 }
-resume_commands() {
-    [ -z "$STOP_TOKEN" ] || printf '::%s::\n' "$STOP_TOKEN"
-    STOP_TOKEN=""
-}
+resume_commands() { [ -z "$STOP_TOKEN" ] || printf '::%s::\n' "$STOP_TOKEN"; STOP_TOKEN=""; }
 
-# "$@" (a docker run that may print the agent's text) under the pause; then the annotations that
-# it left in $ACPJ_WORK/messages (escaped by it, one a line); its exit code.
+# "$@" under the pause, then the annotations that it left in $ACPJ_WORK/messages (escaped by
+# it, one a line); its exit code.
 paused() {
     local code=0 level text
     : >"$ACPJ_WORK/messages"
@@ -61,14 +48,12 @@ paused() {
     return "$code"
 }
 
-# RUNNER=(the docker run options of every runner container), each "$@" folder mounted as it is.
+# RUNNER=(the options of every runner container), each "$@" folder mounted at its own path.
 runner_args() {
     RUNNER=(--rm --init --label acp-journeys.action=1 --memory 2g --memory-swap 2g --pids-limit 1024)
     [ "$(id -u)" = 0 ] || RUNNER+=(--user "$(id -u):$(id -g)")  # what it writes stays the user's
     local dir
     for dir in "$@"; do RUNNER+=(-v "$dir:$dir"); done
-    ENV_OPTS=()
-    FILE_MOUNTS=()
 }
 
 # -e NAME for the step's variables that match $1, but those that would change the container itself.
@@ -77,52 +62,57 @@ pass_env() {
     for n in $(compgen -e); do
         # shellcheck disable=SC2254  # $1 is a pattern
         case $n in PATH | HOME | HOSTNAME | PWD | OLDPWD | SHLVL | TMPDIR | LD_* | PYTHON* | DOCKER_* | _) ;;
-        $1) ENV_OPTS+=(-e "$n") ;; esac
+        $1) RUNNER+=(-e "$n") ;; esac
     done
 }
 
-# -v PATH:PATH for a GitHub file that the runner writes or reads (made first: else a folder).
-github_file_mount() {
+# -v PATH:PATH for a GitHub file that the runner writes ($2 rw, made first: else a folder) or reads.
+file_mount() {
     local path=${!1:-}
     [ -n "$path" ] || return 0
     if [ ! -e "$path" ]; then [ "$2" = rw ] && : >>"$path" || return 0; fi
-    FILE_MOUNTS+=(-v "$path:$path:$2" -e "$1")
+    RUNNER+=(-v "$path:$path:$2" -e "$1")
 }
 
-# The step's output runner-image=$1, after saying $2.
-found() { say "$2"; printf 'runner-image=%s\n' "$1" >>"${GITHUB_OUTPUT:-/dev/stdout}"; }
+# SOCK=the engine's Unix socket, which the runner container shares; else NO_SOCK says why.
+engine_socket() {
+    SOCK=${DOCKER_HOST:-unix:///var/run/docker.sock} NO_SOCK=""
+    [[ $SOCK == unix://* ]] || NO_SOCK="DOCKER_HOST=$SOCK: the runner container can only share a Unix socket of the engine"
+    SOCK=${SOCK#unix://}
+    [ -n "$NO_SOCK" ] || [ -S "$SOCK" ] || NO_SOCK="no Docker engine socket at $SOCK: this action needs a runner with Docker (ubuntu-latest has it)"
+    [ -z "$NO_SOCK" ]
+}
+
+# The runner image: the input's (a local image of that name is what it means), else the digest
+# that the release wrote into action/runner-image, else the tag of the action's ref (pulled
+# either way, never a local image that merely has that tag), else built from the Dockerfile.
 step_runner() {
-    local candidate=${ACPJ_RUNNER_IMAGE:-} repo=${ACPJ_ACTION_REPOSITORY:-} ref=${ACPJ_ACTION_REF:-} line=""
-    # The workflow's own choice: a local image of that name is what it means.
-    if [ -n "$candidate" ] && docker image inspect "$candidate" >/dev/null 2>&1; then
-        found "$candidate" "runner image $candidate (already here)" && return 0
+    local image=${ACPJ_RUNNER_IMAGE:-} path=${ACPJ_ACTION_PATH:-} repo=${ACPJ_ACTION_REPOSITORY:-} ref=${ACPJ_ACTION_REF:-}
+    local built=acp-journeys/runner:action-build
+    if [ -n "$image" ] && docker image inspect "$image" >/dev/null 2>&1; then
+        say "runner image $image (already here)" && output "runner-image=$image" && return 0
     fi
-    if [ -z "$candidate" ]; then
-        # The digest that the release wrote into this copy (action/runner-image), else the tag of
-        # the action's ref; pulled either way, never a local image that merely has that tag.
-        [ ! -f "${ACPJ_ACTION_PATH:-}/action/runner-image" ] \
-            || line=$(grep -v '^#' "$ACPJ_ACTION_PATH/action/runner-image" | head -n 1 | tr -d '[:space:]') || true
-        [ -z "$line" ] || [[ $line =~ ^[a-z0-9][a-z0-9./_-]*@sha256:[0-9a-f]{64}$ ]] \
-            || die "action/runner-image holds '$line', not IMAGE@sha256:DIGEST"
-        # github.action_ref is not promised in composite actions; the runner's folder tells it too.
-        if [ -z "$ref" ] && [[ ${ACPJ_ACTION_PATH:-} =~ /_actions/([^/]+)/([^/]+)/([^/]+)$ ]]; then
-            repo=${BASH_REMATCH[1]}/${BASH_REMATCH[2]} ref=${BASH_REMATCH[3]}
-        fi
-        [[ ! $ref =~ ^[0-9a-f]{40}$ ]] || ref="sha-$ref"
-        repo=${repo:-$DEFAULT_RUNNER_REPO}
-        candidate=$line
-        [ -n "$candidate" ] || ! [[ $ref =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] \
-            || candidate="$RUNNER_REGISTRY/${repo,,}:$ref"  # a branch like feature/x: no image
+    if [ -z "$image" ] && [ -f "$path/action/runner-image" ]; then
+        image=$(grep -v '^#' "$path/action/runner-image" | head -n 1 | tr -d '[:space:]') || true
+        [ -z "$image" ] || [[ $image =~ ^[a-z0-9][a-z0-9./_-]*@sha256:[0-9a-f]{64}$ ]] \
+            || die "action/runner-image holds '$image', not IMAGE@sha256:DIGEST"
     fi
-    if [ -n "$candidate" ]; then
-        say "pulling the runner image $candidate"
-        docker pull --quiet "$candidate" && found "$candidate" "pulled $candidate" && return 0
-        warn "cannot pull the runner image $candidate: building it from the action's Dockerfile instead"
+    # github.action_ref is not promised in composite actions; the runner's folder tells it too.
+    if [ -z "$ref" ] && [[ $path =~ /_actions/([^/]+)/([^/]+)/([^/]+)$ ]]; then
+        repo=${BASH_REMATCH[1]}/${BASH_REMATCH[2]} ref=${BASH_REMATCH[3]}
     fi
-    [ -f "${ACPJ_ACTION_PATH:-}/Dockerfile" ] || die "no Dockerfile in the action's folder ${ACPJ_ACTION_PATH:-} to build the runner image from"
-    say "building the runner image $LOCAL_RUNNER_TAG from the action's Dockerfile"
-    docker build -t "$LOCAL_RUNNER_TAG" "$ACPJ_ACTION_PATH" || die "the runner image did not build: see the output above"
-    found "$LOCAL_RUNNER_TAG" "built $LOCAL_RUNNER_TAG"
+    [[ ! $ref =~ ^[0-9a-f]{40}$ ]] || ref="sha-$ref"
+    repo=${repo:-rondar/acp-journeys}
+    [ -n "$image" ] || ! [[ $ref =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || image="$RUNNER_REGISTRY/${repo,,}:$ref"
+    if [ -n "$image" ]; then  # a branch like feature/x has no image
+        say "pulling the runner image $image"
+        docker pull --quiet "$image" && say "pulled $image" && output "runner-image=$image" && return 0
+        warn "cannot pull the runner image $image: building it from the action's Dockerfile instead"
+    fi
+    [ -f "$path/Dockerfile" ] || die "no Dockerfile in the action's folder $path to build the runner image from"
+    say "building the runner image $built from the action's Dockerfile"
+    docker build -t "$built" "$path" || die "the runner image did not build: see the output above"
+    say "built $built" && output "runner-image=$built"
 }
 
 # prepare or merge-prepare: the inputs, checked in the runner image, with the workspace, the
@@ -134,58 +124,49 @@ step_prepare() {
     runner_args "$ws" "$temp"
     case $HOME in / | "$ws" | "$temp") ;; *) [ ! -d "$HOME" ] || RUNNER+=(-v "$HOME:$HOME:ro") ;; esac
     pass_env '*'
-    github_file_mount GITHUB_OUTPUT rw
+    file_mount GITHUB_OUTPUT rw
     docker run "${RUNNER[@]}" -w "$ws" --network none -e HOME -e GITHUB_WORKSPACE="$ws" -e ACPJ_TEMP="$temp" \
-        "${FILE_MOUNTS[@]}" "${ENV_OPTS[@]}" "$ACPJ_RUNNER_IMAGE" action "$1" || code=$?
+        "$ACPJ_RUNNER_IMAGE" action "$1" || code=$?
     [ "$code" = 0 ] || [ "$code" = 2 ] || error "the inputs could not be checked in the runner image (exit $code)"
     [ "$code" = 0 ] || exit 2
 }
 
 step_build() {
-    need ACPJ_WORK
-    need ACPJ_AGENT_IMAGE
-    local args start=$SECONDS
+    need ACPJ_WORK ACPJ_AGENT_IMAGE
+    local args start=$SECONDS image=$ACPJ_AGENT_IMAGE
     if [ ! -f "$ACPJ_WORK/build.args" ]; then  # a prebuilt image
-        if docker image inspect "$ACPJ_AGENT_IMAGE" >/dev/null 2>&1; then
-            say "using the agent image $ACPJ_AGENT_IMAGE (no build)"
-        else
-            say "pulling the agent image $ACPJ_AGENT_IMAGE"
-            docker pull --quiet "$ACPJ_AGENT_IMAGE" || die "cannot pull the image $ACPJ_AGENT_IMAGE (log in first with docker/login-action for a private registry)"
-        fi
+        if docker image inspect "$image" >/dev/null 2>&1; then say "using the agent image $image (no build)"; return 0; fi
+        say "pulling the agent image $image"
+        docker pull --quiet "$image" || die "cannot pull the image $image (log in first with docker/login-action for a private registry)"
         return 0
     fi
     mapfile -d '' -t args <"$ACPJ_WORK/build.args"
-    say "building the agent image $ACPJ_AGENT_IMAGE"
+    say "building the agent image $image"
     pause_commands  # the agent's Dockerfile prints what it likes
     docker build "${args[@]}" || die "the agent image did not build: see the docker build output above"
     resume_commands
-    say "built $ACPJ_AGENT_IMAGE in $((SECONDS - start)) s"
+    say "built $image in $((SECONDS - start)) s"
 }
 
 step_run() {
-    need ACPJ_WORK
-    need ACPJ_RESULT_PATH
-    need ACPJ_RUNNER_IMAGE
-    need ACPJ_RUNNER_NAME
-    local work=$ACPJ_WORK opts sock=${DOCKER_HOST:-unix:///var/run/docker.sock} pid code=0
-    [[ $sock == unix://* ]] || die "DOCKER_HOST=$sock: the runner container can only share a Unix socket of the engine"
-    sock=${sock#unix://}
-    [ -S "$sock" ] || die "no Docker engine socket at $sock: this action needs a runner with Docker (ubuntu-latest has it)"
+    need ACPJ_WORK ACPJ_RESULT_PATH ACPJ_RUNNER_IMAGE ACPJ_RUNNER_NAME
+    local work=$ACPJ_WORK opts pid code=0 mcp
+    engine_socket || die "$NO_SOCK"
     mapfile -d '' -t opts <"$work/run.args"
     runner_args "$work"
-    [ "$(id -u)" = 0 ] || RUNNER+=(--group-add "$(stat -c %g "$sock")")  # the socket's group
-    # The MCP sockets of the journeys: a short host path of their own (a socket's path has a bound
-    # of about 100 bytes), noted in the work folder for the cleanup step.
-    MCP_DIR=$(mktemp -d /tmp/acpj.XXXXXX)
-    chmod 755 "$MCP_DIR"
-    printf '%s\n' "$MCP_DIR" >"$work/mcp-dir"
+    [ "$(id -u)" = 0 ] || RUNNER+=(--group-add "$(stat -c %g "$SOCK")")  # the socket's group
+    # The journeys' MCP sockets: a short host path (a socket's path has a bound of about 100
+    # bytes), noted in the work folder for the cleanup step.
+    mcp=$(mktemp -d /tmp/acpj.XXXXXX)
+    chmod 755 "$mcp"
+    printf '%s\n' "$mcp" >"$work/mcp-dir"
     rm -f "$work/result.json" "$work/result.html"
     # In the background, waited for, so that a cancelled job's SIGTERM reaches the journeys (which
     # stop cleanly, remove their containers and write a partial result.json).
     pause_commands
     trap 'docker kill --signal TERM "$ACPJ_RUNNER_NAME" >/dev/null 2>&1 || true' TERM INT
-    docker run "${RUNNER[@]}" -w "$work" --network none -v "$sock:/var/run/docker.sock" -v "$MCP_DIR:$MCP_DIR" \
-        -e ACP_JOURNEYS_SHARED_DIR="$MCP_DIR" "${opts[@]}" "$ACPJ_RUNNER_IMAGE" action run "$work" &
+    docker run "${RUNNER[@]}" -w "$work" --network none -v "$SOCK:/var/run/docker.sock" -v "$mcp:$mcp" \
+        -e ACP_JOURNEYS_SHARED_DIR="$mcp" "${opts[@]}" "$ACPJ_RUNNER_IMAGE" action run "$work" &
     pid=$!
     wait "$pid" || code=$?
     while kill -0 "$pid" 2>/dev/null; do  # a signal ends `wait` early: wait until it has stopped
@@ -194,8 +175,8 @@ step_run() {
     done
     trap - TERM INT
     resume_commands
-    rm -rf -- "$MCP_DIR" || true
-    printf 'exit-code=%s\n' "$code" >>"${GITHUB_OUTPUT:-/dev/stdout}"
+    rm -rf -- "$mcp" || true
+    output "exit-code=$code"
     [ ! -f "$work/result.json" ] || [ "$work/result.json" = "$ACPJ_RESULT_PATH" ] || cp -- "$work/result.json" "$ACPJ_RESULT_PATH"
     [ ! -f "$work/result.html" ] || [ -z "${ACPJ_HTML_PATH:-}" ] || [ "$work/result.html" = "$ACPJ_HTML_PATH" ] \
         || cp -- "$work/result.html" "$ACPJ_HTML_PATH"
@@ -206,11 +187,10 @@ step_run() {
 }
 
 # `acp-journeys action $1 WORK` in a runner container of network $2, with no socket (result.json
-# may be the agent's), the step's ACPJ_* variables, and ENV_OPTS and FILE_MOUNTS as the step set them.
+# may be the agent's), the step's ACPJ_* variables and the RUNNER options that the step set.
 in_runner() {
     pass_env 'ACPJ_*'
-    docker run "${RUNNER[@]}" -w "$ACPJ_WORK" --network "$2" "${FILE_MOUNTS[@]}" "${ENV_OPTS[@]}" \
-        "$ACPJ_RUNNER_IMAGE" action "$1" "$ACPJ_WORK"
+    docker run "${RUNNER[@]}" -w "$ACPJ_WORK" --network "$2" "$ACPJ_RUNNER_IMAGE" action "$1" "$ACPJ_WORK"
 }
 
 # The report: the host's network only when prepare said the GitHub API is on loopback.
@@ -220,61 +200,44 @@ step_report() {
     if [ -z "${ACPJ_RUNNER_IMAGE:-}" ]; then warn "no runner image: nothing to report"; return 0; fi
     runner_args "$ACPJ_WORK"
     for var in GITHUB_API_URL GITHUB_REPOSITORY GITHUB_SHA GITHUB_EVENT_NAME GITHUB_SERVER_URL GITHUB_RUN_ID GITHUB_TOKEN; do
-        [ -z "${!var:-}" ] || ENV_OPTS+=(-e "$var")
+        [ -z "${!var:-}" ] || RUNNER+=(-e "$var")
     done
-    github_file_mount GITHUB_STEP_SUMMARY rw
-    github_file_mount GITHUB_OUTPUT rw
-    github_file_mount GITHUB_EVENT_PATH ro
+    file_mount GITHUB_STEP_SUMMARY rw
+    file_mount GITHUB_OUTPUT rw
+    file_mount GITHUB_EVENT_PATH ro
     in_runner report "${ACPJ_REPORT_NETWORK:-bridge}" || code=$?
     [ "$code" = 0 ] || warn "the report did not run (exit $code): no check run or job summary; the gate still judges result.json"
 }
 
+# gate and merge: their words (they quote the agent) under the pause, their annotations after it.
 step_gate() {
     local code=0
-    if [ -z "${ACPJ_WORK:-}" ] || [ ! -f "$ACPJ_WORK/result.json" ]; then
+    if [ "$1" = gate ] && { [ -z "${ACPJ_WORK:-}" ] || [ ! -f "$ACPJ_WORK/result.json" ]; }; then
         error "the journeys did not run: no result.json (see the earlier steps)"
         exit 1
     fi
-    need ACPJ_RUNNER_IMAGE
+    need ACPJ_WORK ACPJ_RUNNER_IMAGE
     runner_args "$ACPJ_WORK"
-    ENV_OPTS+=(-e ACPJ_MESSAGES="$ACPJ_WORK/messages")
-    [ -z "${GITHUB_SHA:-}" ] || ENV_OPTS+=(-e GITHUB_SHA)
-    paused in_runner gate none || code=$?
+    RUNNER+=(-e ACPJ_MESSAGES="$ACPJ_WORK/messages")
+    [ -z "${GITHUB_SHA:-}" ] || [ "$1" != gate ] || RUNNER+=(-e GITHUB_SHA)
+    paused in_runner "$1" none || code=$?
+    [ "$1" = gate ] || [ "$code" = 0 ] || exit 2
     case $code in 0 | 1 | 2) exit "$code" ;; *) die "result.json could not be judged (exit $code)" ;; esac
 }
 
-step_merge() {
-    need ACPJ_WORK
-    need ACPJ_RUNNER_IMAGE
-    runner_args "$ACPJ_WORK"
-    ENV_OPTS+=(-e ACPJ_MESSAGES="$ACPJ_WORK/messages")
-    paused in_runner merge none || exit 2
-}
-
-# Whatever this job's run left, also when the runner was killed: the runner container, every
-# container, volume and network labelled with its name, and the folder of the MCP sockets (by a
-# root container of ours when the job's user cannot remove it). Never fails the job.
+# Whatever this job's run left, also when the runner was killed: `action cleanup` removes the
+# runner container and every container, volume and network labelled with its name, and empties
+# the MCP sockets' folder (as root: the agents' files may be root's). Never fails the job.
 step_cleanup() {
-    local work=${ACPJ_WORK:-} name=${ACPJ_RUNNER_NAME:-} owner ids dir=""
-    [ -n "$work" ] && [ -n "$name" ] || return 0
-    owner="label=acp-journeys.owner=container:$name"
-    docker rm -f "$name" >/dev/null 2>&1 || true
-    ids=$(docker ps -aq --filter "$owner" 2>/dev/null) || ids=""
-    # shellcheck disable=SC2086  # one id a word
-    [ -z "$ids" ] || docker rm -f $ids >/dev/null 2>&1 || warn "could not remove the containers of $name"
-    ids=$(docker volume ls -q --filter "$owner" 2>/dev/null) || ids=""
-    # shellcheck disable=SC2086
-    [ -z "$ids" ] || docker volume rm -f $ids >/dev/null 2>&1 || warn "could not remove the volumes of $name"
-    ids=$(docker network ls -q --filter "$owner" 2>/dev/null) || ids=""
-    # shellcheck disable=SC2086
-    [ -z "$ids" ] || docker network rm $ids >/dev/null 2>&1 || warn "could not remove the networks of $name"
+    local work=${ACPJ_WORK:-} dir="" mounts=()
+    [ -n "$work" ] && [ -n "${ACPJ_RUNNER_NAME:-}" ] && [ -n "${ACPJ_RUNNER_IMAGE:-}" ] || return 0
     [ ! -f "$work/mcp-dir" ] || dir=$(head -n 1 "$work/mcp-dir")
-    if [[ $dir == /tmp/acpj.* ]] && [ -d "$dir" ] && ! rm -rf -- "$dir" 2>/dev/null; then
-        [ -z "${ACPJ_RUNNER_IMAGE:-}" ] || docker run --rm --network none --user 0 --entrypoint find -v "$dir:/purge" \
-            "$ACPJ_RUNNER_IMAGE" /purge -mindepth 1 -delete >/dev/null 2>&1 || true
-        rm -rf -- "$dir" 2>/dev/null || warn "could not remove $dir"
-    fi
-    return 0
+    if [[ $dir == /tmp/acpj.* ]] && [ -d "$dir" ]; then mounts=(-v "$dir:$dir"); else dir=""; fi
+    engine_socket || { warn "the cleanup did not run: $NO_SOCK"; return 0; }
+    docker run --rm --init --label acp-journeys.action=1 --user 0 --network none -v "$SOCK:/var/run/docker.sock" \
+        -v "$work:$work:ro" "${mounts[@]}" -e ACPJ_RUNNER_NAME "$ACPJ_RUNNER_IMAGE" action cleanup "$work" \
+        || warn "the cleanup did not run: objects labelled acp-journeys.owner=container:$ACPJ_RUNNER_NAME may be left"
+    [ -z "$dir" ] || rm -rf -- "$dir" 2>/dev/null || warn "could not remove $dir"
 }
 
 set -f  # no globbing of unquoted words anywhere
@@ -283,6 +246,7 @@ set -f  # no globbing of unquoted words anywhere
 trap resume_commands EXIT
 case "${1:-}" in
 prepare | merge-prepare) step_prepare "$1" ;;
-runner | build | run | report | gate | merge | cleanup) "step_$1" ;;
+gate | merge) step_gate "$1" ;;
+runner | build | run | report | cleanup) "step_$1" ;;
 *) printf 'usage: %s runner|prepare|merge-prepare|build|run|report|gate|merge|cleanup\n' "$0" >&2; exit 2 ;;
 esac

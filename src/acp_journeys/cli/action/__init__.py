@@ -1,5 +1,5 @@
-"""`acp-journeys action JOB`: the steps of the GitHub Action (action.yml, merge/action.yml) that
-need no docker of their own, run in the runner image by the thin shell of action/steps.sh.
+"""`acp-journeys action JOB`: the logic of the GitHub Action's steps (action.yml, merge/action.yml),
+run in the runner image by the thin shell of action/steps.sh, which keeps only docker's part.
 
   prepare          check every input (the run's through plan_run), make the work folder, write
                    what the shell hands to docker; outputs work, result-path, html-path, ...
@@ -8,6 +8,7 @@ need no docker of their own, run in the runner image by the thin shell of action
   gate WORK        verify WORK/result.json: fail the job as fail-on-failure says
   merge-prepare    the merge action's inputs and work folder
   merge WORK       merge the matrix's results, and write their HTML report
+  cleanup WORK     remove what the job's run left (with the engine's socket, as root)
 
 Rules of this package: one module per job, each reads the step's inputs from the environment
 (`ACPJ_*`, see inputs.py) and nothing else; exit 2 with one `::error::` line for a bad input.
@@ -22,7 +23,7 @@ import sys
 from acp_journeys.cli.common import EXIT_USAGE, UsageError
 from acp_journeys.output.logtext import one_line
 
-JOBS = ("prepare", "run", "report", "gate", "merge-prepare", "merge")
+JOBS = ("prepare", "run", "report", "gate", "merge-prepare", "merge", "cleanup")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -32,7 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from acp_journeys.cli.action import merge, prepare, report, run_step
+    from acp_journeys.cli.action import cleanup, merge, prepare, report, run_step
     from acp_journeys.cli.action.inputs import annotate
 
     environ = os.environ
@@ -41,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
             return prepare.main(environ) if args.job == "prepare" else merge.prepare(environ)
         if not args.work:
             raise UsageError(f"action {args.job} WORK: give the work folder that prepare made")
-        jobs = {"run": run_step.main, "report": report.report, "gate": report.gate, "merge": merge.merge}
+        jobs = {"run": run_step.main, "report": report.report, "gate": report.gate, "merge": merge.merge,
+                "cleanup": cleanup.cleanup}
         return jobs[args.job](environ, args.work)
     except UsageError as exc:
         annotate("error", str(exc), environ)

@@ -1,4 +1,5 @@
-"""Removing what docker runs made: this run's objects at its end, and older runs' left behind.
+"""Removing what docker runs made: this run's objects at its end, older runs' left behind, and
+what the action's runner container left (remove_owned_by).
 
 Rules of this module: only objects labelled by acp-journeys (labels.LABEL) are touched. An older
 run's objects are removed only when their owner is gone (a container no longer running, a pid no
@@ -93,3 +94,42 @@ async def remove_run(call: Call, api: Any, run_id: str) -> None:
             await call(api.remove_network, n["Id"])
     except Exception as exc:
         log.warning("could not remove everything of run %s: %s", run_id, short_error(exc))
+
+
+def remove_owned_by(name: str) -> list[str]:
+    """The container `name` (the action's runner), then every container, volume and network whose
+    owner label names it, also after the runner was killed; what could not be removed, in words.
+    Blocking: for the action's cleanup step, not for a run's loop."""
+    try:
+        api = docker_module().from_env(timeout=60).api
+    except Exception as exc:
+        return [f"cannot reach the Docker engine: {short_error(exc)}"]
+    flt = {"label": f"{labels.LABEL_OWNER}=container:{name}"}
+    problems: list[str] = []
+
+    def each(kind: str, listed: Callable[[], list[dict]], key: str, remove: Callable[[str], object]) -> None:
+        try:
+            ids = [item[key] for item in listed()]
+        except Exception as exc:
+            problems.append(f"could not list the {kind} of {name}: {short_error(exc)}")
+            return
+        for ident in ids:
+            try:
+                remove(ident)
+            except docker_module().errors.NotFound:
+                pass  # gone meanwhile (an --rm container that ended)
+            except Exception as exc:
+                problems.append(f"could not remove the {kind[:-1]} {ident[:12]} of {name}: {short_error(exc)}")
+
+    try:
+        api.remove_container(name, force=True, v=True)
+    except docker_module().errors.NotFound:
+        pass
+    except Exception as exc:
+        problems.append(f"could not remove the runner container {name}: {short_error(exc)}")
+    each("containers", lambda: api.containers(all=True, filters=flt), "Id",
+         lambda i: api.remove_container(i, force=True, v=True))
+    each("volumes", lambda: api.volumes(filters=flt).get("Volumes") or [], "Name",
+         lambda i: api.remove_volume(i, force=True))
+    each("networks", lambda: api.networks(filters=flt), "Id", api.remove_network)
+    return problems
