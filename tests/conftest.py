@@ -114,6 +114,34 @@ def fixture_verdicts(constant: str = "VERDICT") -> dict[str, dict[str, list[str]
     return {name: verdict for name, verdict in verdicts.items() if verdict is not None}
 
 
+def docker_engine_or_skip():
+    """A docker client whose engine answers, else the test is skipped (every docker test needs one)."""
+    import docker
+
+    try:
+        client = docker.from_env(timeout=30)
+        client.ping()
+        return client
+    except Exception as exc:
+        pytest.skip(f"no Docker engine answers ({exc.__class__.__name__}); scripts/docker-up.sh starts one")
+
+
+def agent_image_or_skip(engine, base_will_do: bool = True) -> str:
+    """ACP_JOURNEYS_TEST_IMAGE, else the runner image (else, when `base_will_do`, the Debian base
+    that scripts/setup/build-base-image.sh makes), present on the engine; else the test is skipped."""
+    import docker
+
+    wanted = os.environ.get("ACP_JOURNEYS_TEST_IMAGE")
+    names = [wanted] if wanted else ["acp-journeys/runner:dev"] + (["acp-journeys/base:bookworm"] * base_will_do)
+    for name in names:
+        try:
+            engine.images.get(name)
+            return name
+        except docker.errors.ImageNotFound:
+            continue
+    pytest.skip(f"no agent image {' or '.join(names)}: run scripts/setup/build-runner-image.sh")
+
+
 USER_IMAGE = "acp-journeys/test-user:latest"
 
 

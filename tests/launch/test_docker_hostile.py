@@ -27,6 +27,7 @@ docker = pytest.importorskip("docker")
 from acp_journeys.launch.docker import labels  # noqa: E402
 from acp_journeys.launch.docker.launcher import DockerLauncher, DockerSandbox  # noqa: E402
 from acp_journeys.launch.docker.sandbox import MCP_MOUNT, SHARED_MOUNT  # noqa: E402
+from conftest import agent_image_or_skip, docker_engine_or_skip  # noqa: E402
 
 HOSTILE = r'''
 import errno, json, os, shutil, socket, stat, sys
@@ -64,24 +65,12 @@ print(json.dumps(found), flush=True)
 
 @pytest.fixture(scope="module")
 def engine() -> Any:
-    try:
-        client = docker.from_env(timeout=30)
-        client.ping()
-        return client
-    except Exception as exc:
-        pytest.skip(f"no Docker engine answers ({exc.__class__.__name__}); scripts/docker-up.sh starts one")
+    return docker_engine_or_skip()
 
 
 @pytest.fixture(scope="module")
 def image(engine: Any) -> str:
-    wanted = os.environ.get("ACP_JOURNEYS_TEST_IMAGE")
-    for name in ([wanted] if wanted else ["acp-journeys/runner:dev", "acp-journeys/base:bookworm"]):
-        try:
-            engine.images.get(name)
-            return name
-        except docker.errors.ImageNotFound:
-            continue
-    pytest.skip("no agent image: run scripts/setup/build-base-image.sh (or scripts/setup/build-runner-image.sh)")
+    return agent_image_or_skip(engine)
 
 
 def run(coro: Any) -> Any:

@@ -32,36 +32,20 @@ from acp_journeys.launch.docker.launcher import DockerLauncher, DockerSandbox  #
 from acp_journeys.launch.seam import LaunchError  # noqa: E402
 from acp_journeys.launch.docker import engine as engine_calls  # noqa: E402
 from acp_journeys.launch.seam import SESSION_FILES_DIR  # noqa: E402
-from conftest import build_user_image, fixture_agent_dir  # noqa: E402
+from conftest import agent_image_or_skip, build_user_image, docker_engine_or_skip, fixture_agent_dir  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 EMPTY_IMAGE = "acp-journeys/test-empty:latest"
 
 
-def _engine() -> Any:
-    try:
-        client = docker.from_env(timeout=30)
-        client.ping()
-        return client
-    except Exception as exc:  # no engine: every test here needs one
-        pytest.skip(f"no Docker engine answers ({exc.__class__.__name__}); scripts/docker-up.sh starts one")
-
-
 @pytest.fixture(scope="module")
 def engine() -> Any:
-    return _engine()
+    return docker_engine_or_skip()
 
 
 @pytest.fixture(scope="module")
 def image(engine: Any) -> str:
-    wanted = os.environ.get("ACP_JOURNEYS_TEST_IMAGE")
-    for name in ([wanted] if wanted else ["acp-journeys/runner:dev", "acp-journeys/base:bookworm"]):
-        try:
-            engine.images.get(name)
-            return name
-        except docker.errors.ImageNotFound:
-            continue
-    pytest.skip("no agent image: run scripts/setup/build-base-image.sh (or scripts/setup/build-runner-image.sh)")
+    return agent_image_or_skip(engine)
 
 
 @pytest.fixture(scope="module")

@@ -30,29 +30,19 @@ from acp_journeys.launch.docker.launcher import DockerLauncher, DockerSandbox, r
 from acp_journeys.launch.docker.sandbox import MODEL_BASE_URL  # noqa: E402
 from acp_journeys.rules import prompts  # noqa: E402
 from acp_journeys.services.model_stub import ModelStub  # noqa: E402
-from conftest import build_user_image  # noqa: E402
+from conftest import agent_image_or_skip, build_user_image, docker_engine_or_skip  # noqa: E402
 
 MARK = "REPLY-DOCK4179"
 
 
 @pytest.fixture(scope="module")
 def engine() -> Any:
-    try:
-        client = docker.from_env(timeout=30)
-        client.ping()
-        return client
-    except Exception as exc:
-        pytest.skip(f"no Docker engine answers ({exc.__class__.__name__}); scripts/docker-up.sh starts one")
+    return docker_engine_or_skip()
 
 
 @pytest.fixture(scope="module")
 def image(engine: Any) -> str:
-    wanted = os.environ.get("ACP_JOURNEYS_TEST_IMAGE") or "acp-journeys/runner:dev"
-    try:
-        engine.images.get(wanted)
-    except docker.errors.ImageNotFound:
-        pytest.skip(f"no agent image {wanted}: run scripts/setup/build-runner-image.sh")
-    return wanted
+    return agent_image_or_skip(engine, base_will_do=False)
 
 
 @pytest.fixture(scope="module")
