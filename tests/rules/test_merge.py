@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_journeys.rules.evidence import RunResult
+from acp_journeys.rules.evidence import ProtocolTier, RunResult, Tiers
 from acp_journeys.rules.judge import judge_result
 from acp_journeys.rules.merge import MergeError, merge_results, missing_journeys
 from conftest import reference_agent, run_cli, run_journeys
@@ -258,3 +258,44 @@ def test_one_part_is_itself_judged_again_and_the_order_is_the_catalog_s() -> Non
     assert missing_journeys(merged, list(ALL)) == []
     with pytest.raises(MergeError, match="nothing to merge"):
         merge_results([])
+
+
+def _tier_part(tmp_path: Path, name: str, agent: list[str], journeys: tuple[str, ...]) -> RunResult:
+    job = tmp_path / name
+    job.mkdir()
+    outcome = run_journeys(agent, job, "--tier", "protocol", *(a for j in journeys for a in ("--journey", j)))
+    assert outcome.result is not None, outcome.stderr
+    return RunResult.model_validate(outcome.result)
+
+
+def test_a_matrix_whose_probes_disagree_gets_the_failing_probe_in_either_order(tmp_path: Path) -> None:
+    """Every job of a matrix ran the protocol tier's probe. Two jobs of one agent that is not the
+    same every time: the one whose probe fails a MUST decides the merged tier, whichever part comes
+    first, and `verify --tier protocol` on the merged file says so (it kept the first part's)."""
+    good = _tier_part(tmp_path, "good", reference_agent(), ALL[:3])
+    flaky = _tier_part(tmp_path, "flaky", reference_agent("close-keeps-session"), ALL[3:])
+    assert good.tiers.protocol.verdict == "pass" and flaky.tiers.protocol.verdict == "fail"
+    # One agent under one set of conditions, as the two jobs of a matrix are.
+    flaky = flaky.model_copy(update={k: getattr(good, k) for k in ("agent_command", "subject", "launch")})
+    for parts in ([("good", good), ("flaky", flaky)], [("flaky", flaky), ("good", good)]):
+        merged = merge_results(parts)
+        tier = merged.tiers.protocol
+        assert tier.verdict == "fail", [(c.id, c.verdict) for c in tier.checks]
+        assert [c.id for c in tier.checks if c.verdict == "fail"] == ["session-close"]
+        # The same through the files and the CLI: merge, then verify with the tier as the gate.
+        files = [_write(tmp_path / f"{name}.json", part) for name, part in parts]
+        path = tmp_path / f"merged-{parts[0][0]}.json"
+        out = run_cli(["merge", str(path), *files], tmp_path, output=path.name)
+        assert out.code == 0 and out.result["tiers"]["protocol"]["verdict"] == "fail", out.stderr
+        verify = run_cli(["verify", "--tier", "protocol", str(path)], tmp_path, output=path.name)
+        assert verify.code == 1 and "session-close" in verify.stdout, verify.stdout + verify.stderr
+    # Both probes pass: the first part's probe, judged with all the journeys.
+    both = merge_results([("good", good), ("again", good.model_copy(update={"journeys": flaky.journeys}))])
+    assert both.tiers.protocol.verdict == "pass" and both.tiers.protocol.probe == good.tiers.protocol.probe
+
+
+def test_parts_with_and_without_the_protocol_tier_are_refused() -> None:
+    probed = run([journey("turn-to-end")]).model_copy(update={"tiers": Tiers(protocol=ProtocolTier())})
+    plain = run([journey("image-and-file")])
+    with pytest.raises(MergeError, match=r"protocol tier \(--tier protocol\): false vs true"):
+        merge_results([("probed", probed), ("plain", plain)])

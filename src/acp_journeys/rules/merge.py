@@ -3,7 +3,9 @@
 Rules of this module: pure (results in, a result or `MergeError` out; no files, no printing).
 The parts must be of one agent under one set of conditions: everything that could change a
 verdict is compared, and every difference is named in the refusal: the tool version, agent
-command, subject, strict mode, docs URL, timeout scale, model-stub use, and every field of the
+command, subject, strict mode, docs URL, timeout scale, model-stub use, the protocol tier's
+presence (when every part has it, the merged tier is the first probe that fails with all the
+parts' journeys, else the first part's: see `_tiers`), and every field of the
 launch section (its kind, settings, the names of the --env values, network, tracking, the image,
 the container limits, the own home...) but those in `LAUNCH_FACTS`, which differ between
 machines without changing what is tested. A new launch field is a condition unless it is added
@@ -24,8 +26,9 @@ from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from acp_journeys.rules import catalog
-from acp_journeys.rules.evidence import RunResult
+from acp_journeys.rules.evidence import RunResult, Tiers
 from acp_journeys.rules.judge import judge_result
+from acp_journeys.rules.protocol_tier import judge_protocol
 
 # The tag the action gives an agent image it built in a job: `<sha12>-<job's own suffix>`. Two
 # jobs that built the same commit have two such tags for one subject.
@@ -80,7 +83,7 @@ def merge_results(parts: Sequence[tuple[str, RunResult]]) -> RunResult:
         "model_stub": _model_stub([(name, p.model_stub) for name, p in parts]),
         "journeys": journeys,
     })
-    return judge_result(merged)
+    return judge_result(merged.model_copy(update={"tiers": _tiers(merged, [p for _, p in parts])}))
 
 
 def missing_journeys(result: RunResult, expected: Sequence[str]) -> list[str]:
@@ -98,11 +101,27 @@ def _conditions(a: RunResult, b: RunResult) -> list[tuple[str, Any, Any]]:
         ("docs URL", a.docs_url, b.docs_url),
         ("timeout scale", a.timeout_scale, b.timeout_scale),
         ("model-stub use", a.model_stub is not None, b.model_stub is not None),
+        ("protocol tier (--tier protocol)", _probed(a), _probed(b)),
     ]
     mine, theirs = _launch_key(a), _launch_key(b)
     for key in sorted(mine.keys() | theirs.keys(), key=lambda k: (k != "kind", k)):
         conditions.append((_LAUNCH_NAMES.get(key, f"launch {key}"), mine.get(key), theirs.get(key)))
     return conditions
+
+
+def _probed(result: RunResult) -> bool:
+    return result.tiers is not None and result.tiers.protocol is not None
+
+
+def _tiers(merged: RunResult, parts: Sequence[RunResult]) -> Tiers | None:
+    """Every job ran the tier's probe: each probe is judged with all the parts' journeys, and the
+    first that fails is the merged tier's, else the first part's. Jobs whose probes disagree (an
+    agent that is not the same every time) must not pass on the one probe that passed."""
+    probes = [p.tiers.protocol for p in parts if p.tiers is not None and p.tiers.protocol is not None]
+    if not probes:
+        return merged.tiers
+    judged = [judge_protocol(merged, probe) for probe in probes]
+    return Tiers(protocol=next((t for t in judged if t.verdict == "fail"), judged[0]))
 
 
 def _same(a: Any, b: Any) -> bool:
