@@ -155,3 +155,38 @@ def test_a_channel_keeps_a_bounded_number_of_calls_and_hands_each_to_its_callbac
             await hub.close()
 
     asyncio.run(main())
+
+
+def test_a_channel_serves_a_bounded_number_of_connections_at_once(socket_dir, monkeypatch) -> None:
+    """An agent that opens socket after socket and leaves them open: past the bound each new one
+    is closed at once; the ones open still work, and a new one is served once one has closed."""
+    monkeypatch.setattr(mcp_hub, "MAX_OPEN_CONNECTIONS", 4)
+
+    async def main() -> None:
+        hub = RondarMcpHub(socket_dir)
+        channel = await hub.open_channel("many", lambda record: None)
+        sessions = [await Session.open(channel.socket_path) for _ in range(4)]
+        extra = []
+        try:
+            for _ in range(20):
+                reader, writer = await asyncio.open_unix_connection(channel.socket_path)
+                extra.append(writer)
+                assert await asyncio.wait_for(reader.read(), 30) == b""  # closed by the hub, unread
+            assert channel.connections_refused == 20
+            for session in sessions:
+                listed = await session.request("tools/list", {})
+                assert {t["name"] for t in listed["result"]["tools"]} >= {"create_plan"}
+            await sessions.pop().close()
+            deadline = time.monotonic() + 30
+            while len(channel._tasks) >= 4 and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)  # the hub sees the end of the closed session
+            sessions.append(await Session.open(channel.socket_path))
+            assert channel.connections_refused == 20
+        finally:
+            for writer in extra:
+                writer.close()
+            for session in sessions:
+                await session.close()
+            await hub.close()
+
+    asyncio.run(asyncio.wait_for(main(), 120))

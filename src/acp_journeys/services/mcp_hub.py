@@ -49,6 +49,10 @@ logger = logging.getLogger("acp_journeys.mcp")
 SERVER_NAME = "rondar"
 MAX_SOCKET_PATH_BYTES = 100  # sun_path is 108 bytes on Linux, 104 on macOS
 CALLS_KEPT = 64  # per channel, for `calls()`: each is handed to on_call, which keeps what it needs
+MAX_OPEN_CONNECTIONS = 32
+"""Per channel, at once: an agent opens one a session (the relay's), a journey a few sessions; a
+connection past this is closed at once, so that an agent cannot make the hub hold a task and an
+MCP session for each of thousands of sockets it leaves open."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,7 @@ class McpChannel:
         self._on_call = on_call
         self._calls: list[McpCallRecord] = []
         self.calls_not_kept = 0
+        self.connections_refused = 0
         self._listener: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[Any]] = set()  # one per open connection
         self._closed = False
@@ -130,7 +135,12 @@ class McpChannel:
         The session runs in an inner task, which `close` cancels. This callback's own task must
         never end cancelled: Python 3.11's asyncio then logs a spurious "Exception in callback".
         """
-        if self._closed:
+        if self._closed or len(self._tasks) >= MAX_OPEN_CONNECTIONS:
+            if not self._closed:
+                self.connections_refused += 1
+                if self.connections_refused == 1:
+                    logger.warning("channel %s: more than %d connections at once; closing the ones past it",
+                                   self.name, MAX_OPEN_CONNECTIONS)
             writer.close()
             return
         inner = asyncio.get_running_loop().create_task(self._hub._serve_connection(self, reader, writer))
