@@ -28,6 +28,7 @@ docker = pytest.importorskip("docker")
 
 from acp_journeys.launch import agent_side  # noqa: E402
 from acp_journeys.launch.docker import labels  # noqa: E402
+from acp_journeys.launch.docker.holder_kill import kills_done  # noqa: E402
 from acp_journeys.launch.docker.launcher import DockerLauncher, DockerSandbox  # noqa: E402
 from acp_journeys.launch.seam import LaunchError  # noqa: E402
 from acp_journeys.launch.docker import engine as engine_calls  # noqa: E402
@@ -255,7 +256,7 @@ print('parent done', flush=True)
 
 
 def test_a_double_forked_setsid_daemon_is_found_and_killed(image: str) -> None:
-    async def body(sb: DockerSandbox, _: DockerLauncher) -> None:
+    async def body(sb: DockerSandbox, launcher: DockerLauncher) -> None:
         proc = await sb.start_agent(py(DAEMON))
         assert await proc.wait(10) == 0
         assert any("DAEMON-MARK" in p.command for p in await sb.agent_processes())
@@ -263,10 +264,16 @@ def test_a_double_forked_setsid_daemon_is_found_and_killed(image: str) -> None:
         assert len(leftovers) == 1 and "DAEMON-MARK" in leftovers[0].command, leftovers
         assert leftovers[0].pid > 1
         assert await sb.agent_processes() == []
+        # The holder's kill(-1) rounds were over before the collect returned (its log says so):
+        # a round still to come would kill the next agent process (exit 137 under load).
+        assert await kills_done(launcher.call, launcher.api, sb.container_id) == 1
         # The container is still usable for the journey's next agent process.
         again = await sb.start_agent(py("print('second')"))
         assert await again.wait(10) == 0
         assert await sb.collect_leftovers() == []
+        third = await sb.start_agent(py(DAEMON))
+        assert await third.wait(10) == 0 and len(await sb.collect_leftovers()) == 1
+        assert await kills_done(launcher.call, launcher.api, sb.container_id) == 2
 
     run(with_sandbox(image, body))
 

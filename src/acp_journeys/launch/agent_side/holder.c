@@ -12,6 +12,10 @@
  *                               SIGUSR1: kill every other process in the container (kill(-1) from
  *                               the namespace's init reaches all of them) until none is left,
  *                               which works even when a fork bomb leaves no pid for an exec.
+ *                               Then it says "acp-journeys-killed N" (the Nth such end) on its
+ *                               stderr, the container's log: the runner starts nothing in the
+ *                               container before that line, as a kill(-1) round still to come
+ *                               would kill it too.
  *                               With --ready (as root: the container's folders are made before
  *                               the start otherwise): first make each FOLDER, its parents with
  *                               mode 0755, and give it exactly MODE (octal), then create FILE.
@@ -129,6 +133,8 @@ static void prepare(int argc, char **argv) {
     close(fd);
 }
 
+static unsigned kills_done = 0;
+
 static int hold(void) {
     sigset_t set;
     sigemptyset(&set);
@@ -150,6 +156,7 @@ static int hold(void) {
         }
         if (sig == SIGUSR1) {
             kill_all_others();
+            fprintf(stderr, "acp-journeys-killed %u\n", ++kills_done);
         }
         reap(); /* SIGCHLD, and after a kill: several children may end for one signal */
     }

@@ -41,6 +41,7 @@ import acp_journeys.launch.agent_side as agent_side
 import acp_journeys.launch.docker.engine as engine
 import acp_journeys.launch.docker.labels as labels
 import acp_journeys.launch.docker.tar as tar
+from acp_journeys.launch.docker.holder_kill import kill_all_but_holder
 from acp_journeys.launch.docker.engine import docker_module, short_error
 from acp_journeys.launch.docker.exec_stream import DockerAgentProcess
 from acp_journeys.launch.seam import AgentProcess, LaunchError, ProcInfo, Sandbox
@@ -539,13 +540,8 @@ class DockerSandbox(Sandbox):
             return False
 
     async def _kill_all_but_holder(self) -> None:
-        await self._signal_holder_kill_all()
-        deadline = time.monotonic() + 10.0
-        while time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-            if not await self._top():
-                return
-        log.warning("processes survived the kill in %s", self.sid)
+        await kill_all_but_holder(self.launcher.call, self.launcher.api, self.container_id, self._top,
+                                  self._signal_holder_kill_all, self.sid)
 
     async def close(self) -> None:
         if self._closed:
