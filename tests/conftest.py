@@ -114,6 +114,17 @@ def fixture_verdicts(constant: str = "VERDICT") -> dict[str, dict[str, list[str]
     return {name: verdict for name, verdict in verdicts.items() if verdict is not None}
 
 
+def process_gone(pid: int) -> bool:
+    """Ended, or a zombie not yet reaped. A process reaped between two looks (pid_exists, then
+    its status) is gone too, never an error of the test: the run reaps as it goes."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def docker_engine_or_skip():
     """A docker client whose engine answers, else the test is skipped (every docker test needs one)."""
     import docker
@@ -132,7 +143,10 @@ def agent_image_or_skip(engine, base_will_do: bool = True) -> str:
     import docker
 
     wanted = os.environ.get("ACP_JOURNEYS_TEST_IMAGE")
-    names = [wanted] if wanted else ["acp-journeys/runner:dev"] + (["acp-journeys/base:bookworm"] * base_will_do)
+    if wanted:
+        names = [wanted]
+    else:
+        names = ["acp-journeys/runner:dev", "acp-journeys/base:bookworm"] if base_will_do else ["acp-journeys/runner:dev"]
     for name in names:
         try:
             engine.images.get(name)

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import fixture_verdicts, reference_agent, run_journeys
+from conftest import fixture_verdicts, process_gone, reference_agent, run_journeys
 from masking_property import check_masking_keeps_the_verdict
 
 ALL = ("turn-to-end", "follow-up-same-session", "follow-up-after-restart", "image-and-file",
@@ -128,29 +128,14 @@ def test_stderr_flood_keeps_only_a_tail(tmp_path):
 
 
 def test_daemon_is_recorded_and_killed(tmp_path):
-    import psutil
-
     outcome = run_journeys(reference_agent("leave-daemon"), tmp_path, "--journey", "turn-to-end")
     leftovers = outcome.result["journeys"][0]["evidence"]["processes"][0]["leftovers"]
     assert leftovers and all("sleep" in x["command"] for x in leftovers)
     for leftover in leftovers:
-        assert not psutil.pid_exists(leftover["pid"]) or \
-            psutil.Process(leftover["pid"]).status() == psutil.STATUS_ZOMBIE
-
-
-def _gone(pid: int) -> bool:
-    """Ended or a zombie; a process that is reaped between two looks is gone too, not an error."""
-    import psutil
-
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
+        assert process_gone(leftover["pid"])
 
 
 def test_a_daemon_in_tmpdir_is_each_journeys_own_and_left_in_each(tmp_path):
-    import psutil
-
     outcome = run_journeys(reference_agent("shared-daemon"), tmp_path)  # all 7 at once
     assert outcome.failures() == every("process-left"), outcome.stdout
     sockets = set()
@@ -160,7 +145,7 @@ def test_a_daemon_in_tmpdir_is_each_journeys_own_and_left_in_each(tmp_path):
             [daemon] = process["leftovers"]
             assert daemon["argv"][-2] == "--daemon-socket", daemon
             sockets.add(daemon["argv"][-1])
-            assert _gone(daemon["pid"])
+            assert process_gone(daemon["pid"])
         # The restart's second process found no daemon (the first one's was killed) and made one.
         assert len(processes) == (2 if journey["id"] == "follow-up-after-restart" else 1)
     folders = {os.path.dirname(s) for s in sockets}
@@ -209,8 +194,6 @@ def test_a_detached_helper_is_left_in_every_journey_at_once_under_the_subreaper(
     """Issue 23: 7 agents at once, each leaving an orphan that is in no session of theirs and has
     no token: under the runner alone as subreaper it passed in 6 of 7; with a holder of its own
     per agent process every orphan is its agent's, named in its journey, and killed."""
-    import psutil
-
     outcome = run_journeys(reference_agent("leave-detached-helper"), tmp_path, "--tracking", "subreaper")
     assert outcome.failures() == every("process-left"), outcome.stdout
     assert outcome.result["launch"]["tracking"] == "subreaper"
@@ -221,7 +204,7 @@ def test_a_detached_helper_is_left_in_every_journey_at_once_under_the_subreaper(
         assert left["argv"] == ["sleep", "300"], left
         assert f"left pid {left['pid']} `sleep 300`" in journey["failures"][0]["detail"]
         pids.add(left["pid"])
-        assert not psutil.pid_exists(left["pid"]) or psutil.Process(left["pid"]).status() == psutil.STATUS_ZOMBIE
+        assert process_gone(left["pid"])
     assert len(pids) == 7
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from acp_journeys.launch import proctrack
 from acp_journeys.launch.proctrack import DescentTracker, TrackerFactory
+from conftest import process_gone
 
 # The "agent": starts a helper with a whitelisted environment (no token) and a daemon that
 # leaves its session (setsid) but keeps the token, then waits to be killed.
@@ -137,8 +138,7 @@ def test_each_agent_process_has_a_subreaper_of_its_own_so_orphans_never_mix() ->
                 assert await agent.wait(10) == 0
                 [left] = await sandbox.collect_leftovers()
                 assert left.pid == orphan.pid
-                assert not psutil.pid_exists(orphan.pid) or \
-                    psutil.Process(orphan.pid).status() == psutil.STATUS_ZOMBIE
+                assert process_gone(orphan.pid)
             assert len(set(seen)) == 3
             for sandbox in sandboxes:
                 assert await sandbox.agent_processes() == []
