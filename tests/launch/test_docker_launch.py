@@ -278,6 +278,30 @@ def test_a_double_forked_setsid_daemon_is_found_and_killed(image: str) -> None:
     run(with_sandbox(image, body))
 
 
+def test_with_no_holder_log_to_read_the_listing_ends_the_kill(image: str, monkeypatch: pytest.MonkeyPatch,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    """An engine whose log driver gives no log back: the kill of a leftover ends when the listing
+    is empty, as before the holder's mark, with no warning, and the next process runs."""
+    from acp_journeys.launch.docker import holder_kill
+
+    async def no_log(*_: Any) -> None:
+        return None
+
+    monkeypatch.setattr(holder_kill, "kills_done", no_log)
+
+    async def body(sb: DockerSandbox, _: DockerLauncher) -> None:
+        proc = await sb.start_agent(py(DAEMON))
+        assert await proc.wait(10) == 0
+        assert len(await sb.collect_leftovers()) == 1
+        assert await sb.agent_processes() == []
+        again = await sb.start_agent(py("print('second')"))
+        assert await again.wait(10) == 0
+
+    with caplog.at_level(logging.WARNING, logger="acp_journeys.launch.docker"):
+        run(with_sandbox(image, body))
+    assert "survived the kill" not in caplog.text
+
+
 # Daemons whose command lines read as our own processes': `cat` run under the holder's name, each
 # waiting for ever on a FIFO that nobody writes (named as its last word; the bare holder reads one
 # on stdin). A command line is the agent's to choose: only pids tell ours.

@@ -44,12 +44,10 @@ async def kill_all_but_holder(call: Callable[..., Awaitable[Any]], api: Any, con
     deadline = time.monotonic() + KILL_ALL_WAIT_S
     while time.monotonic() < deadline:
         await asyncio.sleep(0.05)
-        done = await kills_done(call, api, container_id) if before is not None else None
-        if done is None:
-            if not await top():
-                return
-        elif done > before:  # type: ignore[operator]  # before is set when done is
-            if not await top():
-                return
-            break
+        if before is not None and (await kills_done(call, api, container_id) or 0) <= before:
+            continue  # the holder's rounds go on (or its log did not answer this time)
+        if not await top():
+            return
+        if before is not None:
+            break  # its rounds are over, and something outlived them
     log.warning("processes survived the kill in %s", name)
