@@ -2,8 +2,9 @@
 
 Rules of this package: it imports only `launch/` (and the standard library, psutil, docker),
 never the rest of acp_journeys. Code outside `launch/` imports from this module only: the seam
-types, the two launchers, the agent-side relay command and the action's clean-up of a runner's objects. The launchers load on first use, so
-importing the seam costs no psutil and no docker.
+types, the two launchers, the agent-side relay command and the action's clean-up of a runner's
+objects (remove_owned_by). These load on first use, so importing the seam costs no psutil and no
+docker.
 """
 
 from __future__ import annotations

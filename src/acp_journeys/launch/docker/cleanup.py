@@ -84,16 +84,8 @@ async def owner_alive(call: Call, api: Any, owner: str, created: float) -> bool:
 
 async def remove_run(call: Call, api: Any, run_id: str) -> None:
     """Remove every object labelled with this run's id."""
-    flt = {"label": f"{labels.LABEL_RUN}={run_id}"}
-    try:
-        for c in await call(api.containers, all=True, filters=flt):
-            await call(api.remove_container, c["Id"], force=True, v=True)
-        for v in (await call(api.volumes, filters=flt)).get("Volumes") or []:
-            await call(api.remove_volume, v["Name"], force=True)
-        for n in await call(api.networks, filters=flt):
-            await call(api.remove_network, n["Id"])
-    except Exception as exc:
-        log.warning("could not remove everything of run %s: %s", run_id, short_error(exc))
+    for problem in await call(remove_labelled, api, f"{labels.LABEL_RUN}={run_id}"):
+        log.warning("run %s: %s", run_id, problem)
 
 
 def remove_owned_by(name: str) -> list[str]:
@@ -104,32 +96,39 @@ def remove_owned_by(name: str) -> list[str]:
         api = docker_module().from_env(timeout=60).api
     except Exception as exc:
         return [f"cannot reach the Docker engine: {short_error(exc)}"]
-    flt = {"label": f"{labels.LABEL_OWNER}=container:{name}"}
-    problems: list[str] = []
+    problems = _removed(lambda: api.remove_container(name, force=True, v=True), f"the runner container {name}")
+    return problems + remove_labelled(api, f"{labels.LABEL_OWNER}=container:{name}")
 
-    def each(kind: str, listed: Callable[[], list[dict]], key: str, remove: Callable[[str], object]) -> None:
+
+def remove_labelled(api: Any, label: str) -> list[str]:
+    """Every container (with its anonymous volumes), volume and network with `label` (KEY=VALUE),
+    each tried; blocking. What could not be listed or removed, in words (one gone meanwhile is no
+    problem)."""
+    flt = {"label": label}
+    kinds: list[tuple[str, Callable[[], list[dict]], str, Callable[[str], object]]] = [
+        ("containers", lambda: api.containers(all=True, filters=flt), "Id",
+         lambda i: api.remove_container(i, force=True, v=True)),
+        ("volumes", lambda: api.volumes(filters=flt).get("Volumes") or [], "Name",
+         lambda i: api.remove_volume(i, force=True)),
+        ("networks", lambda: api.networks(filters=flt), "Id", api.remove_network),
+    ]
+    problems: list[str] = []
+    for kind, listed, key, remove in kinds:
         try:
             ids = [item[key] for item in listed()]
         except Exception as exc:
-            problems.append(f"could not list the {kind} of {name}: {short_error(exc)}")
-            return
+            problems.append(f"could not list the {kind} labelled {label}: {short_error(exc)}")
+            continue
         for ident in ids:
-            try:
-                remove(ident)
-            except docker_module().errors.NotFound:
-                pass  # gone meanwhile (an --rm container that ended)
-            except Exception as exc:
-                problems.append(f"could not remove the {kind[:-1]} {ident[:12]} of {name}: {short_error(exc)}")
-
-    try:
-        api.remove_container(name, force=True, v=True)
-    except docker_module().errors.NotFound:
-        pass
-    except Exception as exc:
-        problems.append(f"could not remove the runner container {name}: {short_error(exc)}")
-    each("containers", lambda: api.containers(all=True, filters=flt), "Id",
-         lambda i: api.remove_container(i, force=True, v=True))
-    each("volumes", lambda: api.volumes(filters=flt).get("Volumes") or [], "Name",
-         lambda i: api.remove_volume(i, force=True))
-    each("networks", lambda: api.networks(filters=flt), "Id", api.remove_network)
+            problems += _removed(lambda: remove(ident), f"the {kind[:-1]} {ident[:12]} labelled {label}")
     return problems
+
+
+def _removed(remove: Callable[[], object], what: str) -> list[str]:
+    try:
+        remove()
+    except docker_module().errors.NotFound:
+        pass  # gone meanwhile (an --rm container that ended)
+    except Exception as exc:
+        return [f"could not remove {what}: {short_error(exc)}"]
+    return []
