@@ -1,12 +1,10 @@
 #!/usr/bin/env bash
-# The shell of action.yml and merge/action.yml: only what must stay outside the runner image
-# (docker build, pull, run and kill, the stop-commands guard). Every input is checked, and every
-# docker parameter made, by `acp-journeys action JOB` in the runner image (src/acp_journeys/cli/
-# action/); this script takes them from its outputs and the work folder. Usage: steps.sh
-# runner|prepare|merge-prepare|build|run|report|gate|merge|cleanup (as the step's name says).
-# Rules: inputs only as environment variables, never spliced into code; nothing eval'ed. Output
-# that may hold the agent's text runs under a stop-commands pause with a random token. Runner
-# containers run as the calling user, bounded, labelled. Exit 0, 1 (a failed gate) or 2.
+# The shell of action.yml and merge/action.yml: what must stay outside the runner image (docker
+# build, pull, run and kill, the stop-commands guard). `acp-journeys action JOB` in that image
+# checks every input and makes every docker parameter (src/acp_journeys/cli/action/); this takes
+# them from its outputs and the work folder. Usage: steps.sh STEP (see the end). Inputs only as
+# environment variables, nothing eval'ed; what may hold the agent's text runs under a random
+# stop-commands token; runner containers run as the calling user, bounded, labelled. Exit 0, 1, 2.
 set -euo pipefail
 RUNNER_REGISTRY="ghcr.io"
 
@@ -195,13 +193,11 @@ in_runner() {
 
 # The report: the host's network only when prepare said the GitHub API is on loopback.
 step_report() {
-    local var code=0
+    local code=0
     if [ -z "${ACPJ_WORK:-}" ] || [ ! -f "$ACPJ_WORK/result.json" ]; then warn "no result.json: nothing to report (see the earlier steps)"; return 0; fi
     if [ -z "${ACPJ_RUNNER_IMAGE:-}" ]; then warn "no runner image: nothing to report"; return 0; fi
     runner_args "$ACPJ_WORK"
-    for var in GITHUB_API_URL GITHUB_REPOSITORY GITHUB_SHA GITHUB_EVENT_NAME GITHUB_SERVER_URL GITHUB_RUN_ID GITHUB_TOKEN; do
-        [ -z "${!var:-}" ] || RUNNER+=(-e "$var")
-    done
+    pass_env 'GITHUB_*'  # the API's address, the repository, the commit, the run, the token
     file_mount GITHUB_STEP_SUMMARY rw
     file_mount GITHUB_OUTPUT rw
     file_mount GITHUB_EVENT_PATH ro
@@ -241,8 +237,8 @@ step_cleanup() {
 }
 
 set -f  # no globbing of unquoted words anywhere
-# The merge action gives <action>/merge/..: the same folder, spelt as the runner's own path.
-[ -z "${ACPJ_ACTION_PATH:-}" ] || ACPJ_ACTION_PATH=$(realpath -m -- "$ACPJ_ACTION_PATH")
+# The action's folder: this script's parent's (either action's); ACPJ_ACTION_PATH names another.
+ACPJ_ACTION_PATH=$(realpath -m -- "${ACPJ_ACTION_PATH:-$(dirname -- "$0")/..}")
 trap resume_commands EXIT
 case "${1:-}" in
 prepare | merge-prepare) step_prepare "$1" ;;

@@ -106,7 +106,8 @@ def test_no_run_step_holds_an_expression() -> None:
     assert runs, "no run: steps"
     for step in runs:
         assert "${{" not in step["run"], f"step {step.get('name')}: ${{{{ }}}} inside run:"
-        assert step["run"].startswith('exec bash "$ACPJ_ACTION_PATH/action/steps.sh" '), step["run"]
+        # GitHub sets GITHUB_ACTION_PATH for a composite action's steps: no env line for it.
+        assert step["run"].startswith('exec bash "$GITHUB_ACTION_PATH/action/steps.sh" '), step["run"]
         assert len(step["run"].splitlines()) == 1  # thin: what a step decides is `acp-journeys action`
     for path in WORKFLOWS:
         for job in load_yaml(path)["jobs"].values():
@@ -396,11 +397,11 @@ class FakeSteps:
         fake.write_text(f"#!/bin/sh\necho {uid}\n")
         fake.chmod(0o755)
 
-    def __call__(self, step: str, **env: str) -> StepOutcome:
+    def __call__(self, step: str, script: Path = STEPS, **env: str) -> StepOutcome:
         output = self.root / f"output-{step}"
         output.write_text("")
         self.log.write_text("")
-        proc = subprocess.run(["bash", str(STEPS), step], cwd=self.workspace, capture_output=True, text=True,
+        proc = subprocess.run(["bash", str(script), step], cwd=self.workspace, capture_output=True, text=True,
                               env={**self.base, "GITHUB_OUTPUT": str(output), **env}, timeout=60)
         calls = [json.loads(line) for line in self.log.read_text().splitlines()]
         return StepOutcome(proc.returncode, proc.stdout + proc.stderr, parse_github_output(output.read_text()), calls)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -67,8 +68,8 @@ def test_merge_action_steps() -> None:
     for step in steps:
         if "run" in step:
             assert "${{" not in step["run"]
-            assert step["run"].startswith('exec bash "$ACPJ_ACTION_PATH/action/steps.sh" '), step["run"]
-            assert step["env"]["ACPJ_ACTION_PATH"] == "${{ github.action_path }}/.."
+            # GITHUB_ACTION_PATH is merge/: the script is its parent's (which it finds from its own path).
+            assert step["run"].startswith('exec bash "$GITHUB_ACTION_PATH/../action/steps.sh" '), step["run"]
     download = steps[2]["with"]
     assert download == {"pattern": "${{ inputs.pattern }}", "path": "${{ steps.prepare.outputs.download-path }}"}
     assert meta["inputs"]["artifact-name"]["default"] == "acp-journeys-result"  # what the release gate reads
@@ -251,7 +252,8 @@ def test_end_to_end_the_merge_step_obeys_no_workflow_command_of_the_agent(engine
 
 
 def test_the_merge_action_finds_the_published_runner_image_of_its_version(tmp_path: Path) -> None:
-    """Its folder is <repo>@<ref>/merge: the runner step, given merge/.., names the same image as
+    """Its folder is <repo>@<ref>/merge, and it runs <repo>@<ref>/action/steps.sh: the runner step,
+    which finds the action's folder from its own path, names the same image as
     rondar/acp-journeys@<ref> (then builds the repository's Dockerfile when none can be pulled)."""
     from test_action import FakeSteps
 
@@ -260,7 +262,9 @@ def test_the_merge_action_finds_the_published_runner_image_of_its_version(tmp_pa
         repo = tmp_path / "_actions" / "someone" / "acp-journeys" / "v1.2.0"
         (repo / "merge").mkdir(parents=True)
         (repo / "Dockerfile").write_text("FROM scratch\n")
-        out = fake("runner", ACPJ_ACTION_PATH=f"{repo / 'merge'}/..")
+        (repo / "action").mkdir()
+        shutil.copy(ROOT / "action" / "steps.sh", repo / "action" / "steps.sh")
+        out = fake("runner", script=Path(f"{repo / 'merge'}/../action/steps.sh"))
         assert out.code == 0, out.log
         registry = re.search(r'^RUNNER_REGISTRY="([^"]+)"', (ROOT / "action" / "steps.sh").read_text(), re.M)
         assert registry is not None
