@@ -669,6 +669,37 @@ def test_close_leaves_nothing_with_the_run_label(image: str, engine: Any) -> Non
     assert labelled(engine, run_id) == ([], [])
 
 
+def test_a_host_pid_is_signalled_only_as_its_own_containers_process(image: str, engine: Any) -> None:
+    """The runner signals an agent's host pid itself (on the engine's host) only while that pid
+    is the process of the agent's own container: every container's agent has about the same pid
+    inside, so a reused host pid in another container passed the old check (the pid in the
+    container alone), and a kill there would end another journey's agent."""
+    from acp_journeys.launch.docker.sandbox import _same_process
+
+    async def go() -> None:
+        launcher = DockerLauncher(image, run_id=f"test-samepid-{uuid.uuid4().hex[:8]}")
+        try:
+            a, b = await asyncio.gather(launcher.open_sandbox("a"), launcher.open_sandbox("b"))
+            assert isinstance(a, DockerSandbox) and isinstance(b, DockerSandbox)
+            pa, pb = await a.start_agent(["sleep", "60"]), await b.start_agent(["sleep", "60"])
+            assert await pa.known_pid(10) is not None and await pb.known_pid(10) is not None
+            assert await pa.wait(0.2) is None and await pb.wait(0.2) is None  # a poll tells the host pid
+            assert pa.host_pid and pb.host_pid and pa.host_pid != pb.host_pid
+            assert _same_process(pa.host_pid, pa.pid, a._holder_host_pid)
+            assert _same_process(pb.host_pid, pb.pid, b._holder_host_pid)
+            # B's process, with B's pid in the container (whatever A's is), is never A's.
+            assert not _same_process(pb.host_pid, pb.pid, a._holder_host_pid)
+            assert not _same_process(pb.host_pid, pb.pid, None)
+            await pa.kill()
+            assert await pa.wait(10) is not None
+            assert not _same_process(pa.host_pid, pa.pid, a._holder_host_pid)  # gone
+            assert await pb.wait(0.2) is None, "B's agent lives on"
+        finally:
+            await launcher.close()
+
+    run(go())
+
+
 def test_a_killed_runs_leftovers_go_at_the_next_start(image: str, engine: Any) -> None:
     dead_pid = _dead_pid()
     old = time.time() - 60

@@ -182,3 +182,43 @@ def test_an_agent_that_kills_its_holder_is_still_tracked_by_descent() -> None:
             await launcher.close()
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("same_start", [True, False])
+def test_a_pid_once_the_agents_is_ours_only_with_its_start_time(same_start: bool) -> None:
+    """Under load pids wrap in minutes: a number once seen as the agent's (a shell that ended)
+    can be any process now, a container's shim with its journeys below it. Its children are the
+    agent's only when the number is still that process (same start time), never by number."""
+    child = subprocess.Popen(["sleep", "300"])  # below this process, which stands for the reused number
+    try:
+        tracker = DescentTracker("t", subreaper=False)
+        me = proctrack.psutil.Process()
+        tracker._seen = {(me.pid, me.create_time() + (0.0 if same_start else 5.0))}
+        found = child.pid in tracker.pids()
+        assert found is same_start
+    finally:
+        child.kill()
+        child.wait()
+
+
+@pytest.mark.parametrize("same_start", [True, False])
+def test_the_agents_session_is_ours_only_while_its_number_is_the_agent(same_start: bool) -> None:
+    """A session id outlives its leader only while a member lives; once the number is a new
+    process (another start time), the session of that number is that process's, not the agent's."""
+    leader = subprocess.Popen([sys.executable, "-c", "import subprocess, time\n"
+                               "subprocess.Popen(['sleep', '300'])\nprint('ready', flush=True)\ntime.sleep(300)"],
+                              start_new_session=True, stdout=subprocess.PIPE, text=True)
+    try:
+        assert leader.stdout is not None and leader.stdout.readline().strip() == "ready"
+        tracker = DescentTracker("t", subreaper=False)
+        tracker.root_pid = leader.pid
+        if not same_start:
+            tracker._root_started = (tracker._root_started or 0.0) - 5.0  # the agent was another process
+        members = [p for p in proctrack.psutil.process_iter() if p.pid != leader.pid
+                   and os.getsid(p.pid) == leader.pid]
+        assert members, "the leader's sleep is in its session"
+        ours = set(tracker.pids())
+        assert (members[0].pid in ours) is same_start and (leader.pid in ours) is same_start
+    finally:
+        os.killpg(leader.pid, 9)
+        leader.wait()

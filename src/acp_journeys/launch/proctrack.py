@@ -160,7 +160,25 @@ class DescentTracker(Tracker):
         self.holder_exit: int | None = None
         """How the holder ended, once it has (set by the launcher): 0 when nothing was left below it."""
         self._seen: set[tuple[int, float]] = set()
-        """(pid, start time) of every process once seen as the agent's: its orphans stay ours."""
+        """(pid, start time) of every process once seen as the agent's: its orphans stay ours.
+        A pid alone is no identity: under load pids wrap in minutes, and a number once the
+        agent's (a shell's, the agent's own) may be another run's process now, a container's
+        shim with every process below it."""
+        self._root_started: float | None = None
+
+    @property
+    def root_pid(self) -> int | None:
+        return self._root_pid
+
+    @root_pid.setter
+    def root_pid(self, pid: int | None) -> None:
+        # Its start time now, while it surely runs: the identity its orphans and session keep.
+        self._root_pid, self._root_started = pid, None
+        if pid is not None:
+            try:
+                self._root_started = psutil.Process(pid).create_time()
+            except psutil.Error:
+                pass
 
     def holder_argv(self, status_fd: int, argv: list[str]) -> list[str]:
         """The command line that starts `argv` under a holder of its own, reporting on `status_fd`."""
@@ -188,13 +206,14 @@ class DescentTracker(Tracker):
         # As a subreaper, every orphan of the agent is re-parented under us: our descendants are
         # enough. Without it, orphans go to init, so every process must be looked at.
         candidates = psutil.Process().children(recursive=True) if self.subreaper else psutil.process_iter()
-        ours = {pid for pid, _ in self._seen}
-        if self.root_pid is not None:
-            ours.add(self.root_pid)
+        ours = set(self._seen)
+        if self.root_pid is not None and self._root_started is not None:
+            ours.add((self.root_pid, self._root_started))
+        session = self._session_is_ours()
         found: list[int] = []
         for proc in candidates:
             try:
-                if self._belongs(proc, ours):
+                if self._belongs(proc, ours, session):
                     found.append(proc.pid)
                     self._seen.add((proc.pid, proc.create_time()))
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
@@ -237,18 +256,30 @@ class DescentTracker(Tracker):
             except psutil.Error:
                 pass
 
-    def _belongs(self, proc: psutil.Process, ours: set[int]) -> bool:
+    def _session_is_ours(self) -> bool:
+        """May a process in session `root_pid` count as the agent's? Not once that number is
+        another process's: a session id lives only while its leader or a member does, so a
+        live process of that pid but another start time leads a new session, not the agent's."""
+        if self.root_pid is None:
+            return False
+        try:
+            started = psutil.Process(self.root_pid).create_time()
+        except psutil.Error:
+            return True  # the agent is gone; whoever is still in its session is what it left
+        return self._root_started is not None and abs(started - self._root_started) < 0.01
+
+    def _belongs(self, proc: psutil.Process, ours: set[tuple[int, float]], session: bool) -> bool:
         if proc.pid == os.getpid():
             return False
         if (proc.pid, proc.create_time()) in self._seen:
             return True
-        if self.root_pid is not None:
+        if session and self.root_pid is not None:
             try:
                 if os.getsid(proc.pid) == self.root_pid:
                     return True
             except OSError:
                 pass
-        if any(parent.pid in ours for parent in proc.parents()):
+        if any((parent.pid, parent.create_time()) in ours for parent in proc.parents()):
             return True
         try:
             return proc.environ().get(TOKEN_ENV) == self.token

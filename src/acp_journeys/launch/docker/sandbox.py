@@ -328,9 +328,12 @@ class DockerSandbox(Sandbox):
         On the engine's host we signal the host pid ourselves: an exec needs a free pid and CPU,
         which a fork bomb leaves little of. Elsewhere the holder's `kill` does the same inside.
         """
-        if self.launcher.on_engine_host and _same_process(proc.host_pid, proc.pid):
+        holder = self._holder_host_pid
+        if self.launcher.on_engine_host and _same_process(proc.host_pid, proc.pid, holder):
             assert proc.host_pid is not None
             for sig, grace in ((signal.SIGTERM, KILL_GRACE_MS / 1000), (signal.SIGKILL, 5.0)):
+                if sig == signal.SIGKILL and not _same_process(proc.host_pid, proc.pid, holder):
+                    return  # it ended in the grace: its number may be another's by now
                 try:
                     os.kill(proc.host_pid, sig)
                 except ProcessLookupError:
@@ -562,11 +565,15 @@ class DockerSandbox(Sandbox):
             shutil.rmtree(self._runner_dir, ignore_errors=True)
 
 
-def _same_process(host_pid: int | None, pid: int | None) -> bool:
-    """Is host pid `host_pid` (still) the process that the container knows as `pid`?"""
-    if host_pid is None or pid is None:
+def _same_process(host_pid: int | None, pid: int | None, holder_host_pid: int | None) -> bool:
+    """Is host pid `host_pid` (still) the process that the container of holder `holder_host_pid`
+    knows as `pid`? The pid in the container alone is no proof: every container's agent has
+    about the same one, and a host pid is reused within minutes under load."""
+    if host_pid is None or pid is None or holder_host_pid is None:
         return False
     try:
+        if os.readlink(f"/proc/{host_pid}/ns/pid") != os.readlink(f"/proc/{holder_host_pid}/ns/pid"):
+            return False  # another container's (or the host's) process now
         status = Path(f"/proc/{host_pid}/status").read_text()
     except OSError:
         return False
