@@ -475,28 +475,59 @@ class Turn:
 
 
 
+def start_ticks(pid: int) -> int | None:
+    """When process `pid` started (clock ticks since boot, /proc/PID/stat); None when no
+    process has that pid (or this is no Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        return int(stat[stat.rindex(b")") + 2:].split()[19])  # field 22; the name may hold spaces
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class ProcessGroups:
     """The process groups of the shell commands that we started, each with its turn.
 
     A group can outlive its shell (a child that ignores SIGTERM), so it stays here until it is
-    empty, and the exit kills whatever is left."""
+    empty, and the exit kills whatever is left. A group's number is a pid, free again once the
+    group is empty; under load pids wrap within minutes, and another program's group (an
+    agent's in a container, on the same machine) may have it by then: a group is signalled only
+    while it is still ours (`_still_ours`)."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._turns: dict[int, Turn] = {}
+        self._started: dict[int, int | None] = {}
 
     def add(self, pgid: int, turn: Turn) -> None:
+        started = start_ticks(pgid)  # the leader is our child, not waited for yet: it is there
         with self._lock:
             self._turns[pgid] = turn
+            self._started[pgid] = started
 
     def release(self, pgid: int) -> None:
-        try:
-            os.killpg(pgid, 0)  # still has members
-        except ProcessLookupError:
+        if not self._still_ours(pgid):
             with self._lock:
                 self._turns.pop(pgid, None)
-        except PermissionError:
-            pass
+                self._started.pop(pgid, None)
+
+    def _still_ours(self, pgid: int) -> bool:
+        with self._lock:
+            started = self._started.get(pgid)
+        now = start_ticks(pgid)
+        if now is not None:  # a process of that pid: our leader, or a newer one with our number
+            return started is None or now == started
+        try:
+            os.killpg(pgid, 0)  # our leader is gone: its members keep the number ours
+            return True
+        except (ProcessLookupError, PermissionError):
+            return False
+
+    def signal(self, pgids: list[int], signum: int) -> None:
+        for pgid in pgids:
+            if self._still_ours(pgid):
+                signal_group(pgid, signum)
 
     def of(self, turn: Turn | None = None) -> list[int]:
         with self._lock:
@@ -508,10 +539,8 @@ class ProcessGroups:
 
     def kill(self, pgids: list[int], grace: float = 1.0) -> None:
         """SIGTERM now, SIGKILL after grace for the groups that are still ours by then."""
-        for pgid in pgids:
-            signal_group(pgid, signal.SIGTERM)
-        timer = threading.Timer(grace, lambda: [signal_group(g, signal.SIGKILL) for g in pgids
-                                                if g in self.of()])
+        self.signal(pgids, signal.SIGTERM)
+        timer = threading.Timer(grace, lambda: self.signal([g for g in pgids if g in self.of()], signal.SIGKILL))
         timer.daemon = True
         timer.start()
 
@@ -971,12 +1000,10 @@ class Agent:
             if session.turn is not None:
                 session.turn.cancelled.set()
         groups = self.groups.of()
-        for pgid in groups:
-            signal_group(pgid, signal.SIGTERM)
+        self.groups.signal(groups, signal.SIGTERM)
         if groups:
             time.sleep(0.1)
-        for pgid in groups:
-            signal_group(pgid, signal.SIGKILL)
+        self.groups.signal(groups, signal.SIGKILL)
         close_mcp_servers([c for s in self.sessions.values() for c in s.mcp.values()])
         log(f"exit {code}")
         os._exit(code)  # worker threads may still block on pipes; nothing of theirs matters now

@@ -1,0 +1,71 @@
+"""The reference agent's process groups (the shell commands it started): it signals a group only
+while the number is still that group. Under load pids wrap within minutes, and a number once
+one of its groups may be another program's by then (a journey's agent in a container is a
+group leader too), which a stale kill at the agent's exit would end."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+from acp_journeys.demo import reference_agent as ra
+
+
+def _group(command: str) -> subprocess.Popen:
+    return subprocess.Popen(["/bin/sh", "-c", command], start_new_session=True)
+
+
+def test_a_group_whose_number_is_another_process_now_is_not_signalled() -> None:
+    proc = _group("exec sleep 300")
+    try:
+        groups = ra.ProcessGroups()
+        groups.add(proc.pid, turn=None)  # type: ignore[arg-type]
+        # As if our group had ended and its number been taken by this newer process.
+        groups._started[proc.pid] = (groups._started[proc.pid] or 0) - 100
+        groups.signal([proc.pid], signal.SIGKILL)
+        time.sleep(0.2)
+        assert proc.poll() is None, "another program's group was killed"
+        groups.release(proc.pid)
+        assert groups.of() == [], "a number that is no longer ours is forgotten"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_our_group_is_signalled_also_after_its_shell_ended() -> None:
+    shell = subprocess.Popen(["/bin/sh", "-c", "sleep 301 & echo $!"], start_new_session=True,
+                             stdout=subprocess.PIPE, text=True)
+    groups = ra.ProcessGroups()
+    groups.add(shell.pid, turn=None)  # type: ignore[arg-type]
+    assert shell.stdout is not None
+    member = int(shell.stdout.readline())
+    shell.wait()  # the shell is gone (and reaped); its sleep keeps the group and its number
+    try:
+        groups.release(shell.pid)
+        assert groups.of() == [shell.pid], "a group with members stays ours"
+        groups.signal([shell.pid], signal.SIGKILL)
+        assert _group_ends(shell.pid, member), "our group outlived the kill"
+        groups.release(shell.pid)
+        assert groups.of() == []
+    finally:
+        try:
+            os.killpg(shell.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _group_ends(pgid: int, member: int, bound_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        try:
+            os.waitpid(member, os.WNOHANG)  # ours to reap when this process is a subreaper
+        except ChildProcessError:
+            pass  # init's
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.02)
+    return False
