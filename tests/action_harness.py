@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -245,18 +246,27 @@ class CompositeAction:
         """Start one bash step in the background (to signal it as the runner does on a cancel)."""
         spec = next(s for s in self.meta["runs"]["steps"] if s.get("id") == step_id)
         argv, env = self._step_command(spec, steps, tmp)
-        return subprocess.Popen(argv, cwd=self.env["GITHUB_WORKSPACE"], env=env, stdin=subprocess.DEVNULL, **popen)
+        return subprocess.Popen(argv, cwd=self.env["GITHUB_WORKSPACE"], env=env, stdin=subprocess.DEVNULL,
+                                preexec_fn=_default_signals, **popen)
 
     def _run_step(self, step: StepRun, spec: dict[str, Any], steps: dict[str, StepRun], workspace: Path) -> None:
         with tempfile.TemporaryDirectory(prefix="step-", dir=self.env.get("RUNNER_TEMP")) as tmp:
             argv, env = self._step_command(spec, steps, tmp)
             output, summary = Path(env["GITHUB_OUTPUT"]), Path(env["GITHUB_STEP_SUMMARY"])
             proc = subprocess.run(argv, cwd=workspace, env=env, capture_output=True, text=True, timeout=self.timeout,
-                                  stdin=subprocess.DEVNULL)
+                                  stdin=subprocess.DEVNULL, preexec_fn=_default_signals)
             step.code = proc.returncode
             step.stdout, step.stderr = proc.stdout, proc.stderr
             step.outputs = parse_github_output(output.read_text())
             step.summary = summary.read_text()
+
+
+def _default_signals() -> None:
+    """A step starts with every signal at its default, as GitHub's runner starts it: a test run
+    in the background of a shell (nohup, `&`) ignores SIGINT and SIGHUP, which bash then can
+    neither trap nor pass on, and a cancel test of the run step would wait for nothing."""
+    for signum in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
 
 
 def job_env(workspace: Path, runner_temp: Path, **extra: str) -> dict[str, str]:
