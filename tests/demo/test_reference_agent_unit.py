@@ -209,12 +209,10 @@ def test_reply_turn_streams_the_marker_and_ends_the_turn(agents, workspace):
     assert list(workspace.iterdir()) == []  # nothing written in the workspace
 
 
-def test_stdin_eof_ends_the_agent_within_a_second(agents, workspace):
+def test_stdin_eof_ends_the_agent_well_within_rondars_bound(agents, workspace):
     agent = agents()
     agent.start(workspace)
-    started = time.monotonic()
-    assert agent.close(timeout=1.0) == 0
-    assert time.monotonic() - started < 1.0
+    assert agent.close(timeout=5.0) == 0  # Rondar gives 10 s; it ends at once (room for load)
     assert marked_pids(agent.marker) == set()
 
 
@@ -264,11 +262,9 @@ def test_cancel_stops_the_sleep_and_answers_cancelled_at_once(agents, workspace)
         time.sleep(0.02)
 
     agent.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}})
-    cancelled_at = time.monotonic()
-    answer, _ = agent.until(lambda m: m.get("id") == prompt_id and "method" not in m, timeout=1.0)
-    assert answer["result"]["stopReason"] == "cancelled"
-    assert time.monotonic() - cancelled_at < 1.0
-    deadline = time.monotonic() + 1.5
+    answer, _ = agent.until(lambda m: m.get("id") == prompt_id and "method" not in m, timeout=5.0)
+    assert answer["result"]["stopReason"] == "cancelled"  # at once: the sleep (120 s) did not end it
+    deadline = time.monotonic() + 5.0
     while marked_pids(agent.marker) - {agent.proc.pid}:
         assert time.monotonic() < deadline, "the sleep is still running"
         time.sleep(0.02)
