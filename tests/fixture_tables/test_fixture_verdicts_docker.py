@@ -90,20 +90,23 @@ def test_a_memory_hog_fails_its_journey_and_nothing_else(image: str, tmp_path: P
 
 
 def test_a_fork_bomb_fails_its_journey_and_is_gone_after_it(image: str, tmp_path: Path) -> None:
-    import time
+    import uuid
 
     import psutil
 
-    began = int(time.time()) - 1
-    proc, result = _run(image, tmp_path, "--journey", "turn-to-end", "--",
+    # This run's own: its bomb carries a token on its command line and its containers mount this
+    # test's agent folder (another suite beside, or another worker, runs containers of this image).
+    token = f"bomb-{uuid.uuid4().hex[:12]}"
+    proc, result = _run(image, tmp_path, "--journey", "turn-to-end", "--setting", f"FORK_BOMB_TOKEN={token}", "--",
                         "python3", "/agent/fork-bomb.py")
     [journey] = result["journeys"]
     assert journey["verdict"] == "fail" and "process-left" in [f["id"] for f in journey["failures"]], proc.stdout
     assert proc.returncode == 1
-    # Held by the container's pids limit, and killed with it: no shell of the bomb is left here.
-    assert not [p for p in psutil.process_iter(["cmdline"]) if "os.fork()" in " ".join(p.info["cmdline"] or [])]
+    assert token in json.dumps(journey["evidence"]), "no copy of this run's bomb among its leftovers"
+    # Held by the container's pids limit, and killed with it: no copy of the bomb is left here.
+    assert not [p for p in psutil.process_iter(["cmdline"]) if token in " ".join(p.info["cmdline"] or [])]
     mine = [c for c in docker.from_env().api.containers(all=True, filters={"label": "acp-journeys"})
-            if c["Created"] >= began and c["Image"] == image]
+            if any(m.get("Source", "").startswith(str(tmp_path)) for m in c.get("Mounts") or [])]
     assert mine == []
 
 
