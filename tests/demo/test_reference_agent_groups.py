@@ -23,7 +23,7 @@ def test_a_group_whose_number_is_another_process_now_is_not_signalled() -> None:
         groups = ra.ProcessGroups()
         groups.add(proc.pid, turn=None)  # type: ignore[arg-type]
         # As if our group had ended and its number been taken by this newer process.
-        groups._started[proc.pid] = (groups._started[proc.pid] or 0) - 100
+        groups._turns[proc.pid] = (None, b"1")  # started 1 tick after boot: not this process
         groups.signal([proc.pid], signal.SIGKILL)
         time.sleep(0.2)
         assert proc.poll() is None, "another program's group was killed"

@@ -247,11 +247,21 @@ def close_mcp_servers(clients: list[McpClient], grace: float = 1.5) -> None:
                 signal_group(client.proc.pid, signal.SIGKILL)
 
 
-def signal_group(pgid: int, signum: int) -> None:
+def started(pid: int) -> bytes:
+    """When process `pid` started (its /proc stat's field 22); b"" when no process has that pid."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[19]  # after the name, which may hold spaces
+    except (OSError, IndexError):
+        return b""
+
+
+def signal_group(pgid: int, signum: int) -> bool:
     try:
         os.killpg(pgid, signum)
+        return True
     except (ProcessLookupError, PermissionError):
-        pass
+        return False
 
 
 # ---- Images: the average colour of a PNG ---------------------------------------------------------
@@ -474,68 +484,43 @@ class Turn:
         return True
 
 
-
-def start_ticks(pid: int) -> int | None:
-    """When process `pid` started (clock ticks since boot, /proc/PID/stat); None when no
-    process has that pid (or this is no Linux)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-        return int(stat[stat.rindex(b")") + 2:].split()[19])  # field 22; the name may hold spaces
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 class ProcessGroups:
     """The process groups of the shell commands that we started, each with its turn.
 
     A group can outlive its shell (a child that ignores SIGTERM), so it stays here until it is
-    empty, and the exit kills whatever is left. A group's number is a pid, free again once the
-    group is empty; under load pids wrap within minutes, and another program's group (an
-    agent's in a container, on the same machine) may have it by then: a group is signalled only
-    while it is still ours (`_still_ours`)."""
+    empty, and the exit kills whatever is left. Its number is a pid, free once it is empty and
+    soon another program's (pids wrap within minutes under load): signalled only while ours."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._turns: dict[int, Turn] = {}
-        self._started: dict[int, int | None] = {}
+        self._turns: dict[int, tuple[Turn, bytes]] = {}  # pgid: (turn, its leader's start)
 
     def add(self, pgid: int, turn: Turn) -> None:
-        started = start_ticks(pgid)  # the leader is our child, not waited for yet: it is there
-        with self._lock:
-            self._turns[pgid] = turn
-            self._started[pgid] = started
+        with self._lock:  # the leader is our child, not waited for yet: it is there
+            self._turns[pgid] = (turn, started(pgid))
 
     def release(self, pgid: int) -> None:
         if not self._still_ours(pgid):
             with self._lock:
                 self._turns.pop(pgid, None)
-                self._started.pop(pgid, None)
 
     def _still_ours(self, pgid: int) -> bool:
-        with self._lock:
-            started = self._started.get(pgid)
-        now = start_ticks(pgid)
-        if now is not None:  # a process of that pid: our leader, or a newer one with our number
-            return started is None or now == started
-        try:
-            os.killpg(pgid, 0)  # our leader is gone: its members keep the number ours
-            return True
-        except (ProcessLookupError, PermissionError):
-            return False
+        now, then = started(pgid), self._turns.get(pgid, (None, b""))[1]
+        if now:  # our leader, or a newer process with our number
+            return now == then or not then
+        return signal_group(pgid, 0)  # our leader is gone: its members keep the number ours
 
     def signal(self, pgids: list[int], signum: int) -> None:
-        for pgid in pgids:
-            if self._still_ours(pgid):
-                signal_group(pgid, signum)
+        for pgid in (g for g in pgids if self._still_ours(g)):
+            signal_group(pgid, signum)
 
     def of(self, turn: Turn | None = None) -> list[int]:
         with self._lock:
-            return [g for g, t in self._turns.items() if turn is None or t is turn]
+            return [g for g, (t, _) in self._turns.items() if turn is None or t is turn]
 
     def forget(self, turn: Turn) -> None:
         with self._lock:
-            self._turns = {g: t for g, t in self._turns.items() if t is not turn}
+            self._turns = {g: e for g, e in self._turns.items() if e[0] is not turn}
 
     def kill(self, pgids: list[int], grace: float = 1.0) -> None:
         """SIGTERM now, SIGKILL after grace for the groups that are still ours by then."""
@@ -580,11 +565,7 @@ class Agent:
 
     def run(self) -> None:
         self.before_serving()
-        stdin = sys.stdin.buffer
-        while True:
-            line = stdin.readline()
-            if not line:
-                break
+        for line in iter(sys.stdin.buffer.readline, b""):
             if line.strip():
                 self.dispatch(line)
         log("stdin closed")
@@ -661,23 +642,7 @@ class Agent:
         return stored_history(session_id)
 
     def load_session(self, request_id, params: dict) -> None:
-        session_id = params.get("sessionId") or ""
-        history = self.history_to_load(session_id)
-        if history is None:
-            self.wire.error(request_id, RESOURCE_NOT_FOUND, f"Unknown session: {session_id}")
-            return
-        old = self.sessions.pop(session_id, None)
-        if old is not None:
-            close_mcp_servers(list(old.mcp.values()))
-        session = Session(session_id, params.get("cwd") or os.getcwd(), history)
-        self.sessions[session_id] = session
-        # The client rebuilds the conversation from this replay, which comes before the answer.
-        for entry in history:
-            kind = "user_message_chunk" if entry.get("role") == "user" else "agent_message_chunk"
-            update = {"sessionUpdate": kind, "content": {"type": "text", "text": entry.get("text", "")}}
-            self.wire.notify("session/update", {"sessionId": session_id, "update": update})
-        self.start_mcp_servers(session, params.get("mcpServers") or [])
-        self.wire.respond(request_id, self.mode_state(session))
+        self.reopen_session(request_id, params, replay=True)
 
     def list_sessions(self, request_id, params: dict) -> None:
         """session/list: the sessions of this process, those of `cwd` when it is given."""
@@ -687,6 +652,10 @@ class Agent:
 
     def resume_session(self, request_id, params: dict) -> None:
         """session/resume: as session/load, but the history is not replayed."""
+        self.reopen_session(request_id, params, replay=False)
+
+    def reopen_session(self, request_id, params: dict, replay: bool) -> None:
+        """A stored session, in place of this process's copy (whose turn a resume cancels)."""
         session_id = params.get("sessionId") or ""
         history = self.history_to_load(session_id)
         if history is None:
@@ -694,11 +663,16 @@ class Agent:
             return
         old = self.sessions.pop(session_id, None)
         if old is not None:
-            if old.turn is not None:
+            if old.turn is not None and not replay:
                 self.cancel_turn(old.turn)
             close_mcp_servers(list(old.mcp.values()))
         session = Session(session_id, params.get("cwd") or os.getcwd(), history)
         self.sessions[session_id] = session
+        # On a load the client rebuilds the conversation from this replay, before the answer.
+        for entry in history if replay else []:
+            kind = "user_message_chunk" if entry.get("role") == "user" else "agent_message_chunk"
+            update = {"sessionUpdate": kind, "content": {"type": "text", "text": entry.get("text", "")}}
+            self.wire.notify("session/update", {"sessionId": session_id, "update": update})
         self.start_mcp_servers(session, params.get("mcpServers") or [])
         self.wire.respond(request_id, self.mode_state(session))
 

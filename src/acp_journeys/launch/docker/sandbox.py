@@ -566,9 +566,8 @@ class DockerSandbox(Sandbox):
 
 
 def _same_process(host_pid: int | None, pid: int | None, holder_host_pid: int | None) -> bool:
-    """Is host pid `host_pid` (still) the process that the container of holder `holder_host_pid`
-    knows as `pid`? The pid in the container alone is no proof: every container's agent has
-    about the same one, and a host pid is reused within minutes under load."""
+    """Is host pid `host_pid` (still) the process that holder `holder_host_pid`'s container knows
+    as `pid`? That pid alone is no proof: every container's agent has about the same one."""
     if host_pid is None or pid is None or holder_host_pid is None:
         return False
     try:
