@@ -69,3 +69,49 @@ def _group_ends(pgid: int, member: int, bound_s: float = 10.0) -> bool:
             return True
         time.sleep(0.02)
     return False
+
+
+class _CancelWhileStarting(ra.Agent):
+    """The cancel arrives while the command starts (after the first look at the flag, before
+    the group is known): the window that the docker table's soak once hit."""
+
+    def make_wire(self):  # nothing goes out: the test drives `execute` itself
+        class Quiet:
+            def notify(self, *args, **kwargs): ...
+        return Quiet()
+
+    def start_command(self, turn, command):
+        process = super().start_command(turn, command)
+        turn.cancelled.set()
+        return process
+
+
+class _FlagOnly(_CancelWhileStarting):
+    def stop_commands(self, turn) -> None:
+        pass  # as cancel-flag-only: a running command runs on
+
+
+class _Turn:
+    def __init__(self) -> None:
+        import threading
+        import types
+
+        self.cancelled = threading.Event()
+        self.session = types.SimpleNamespace(cwd="/tmp")
+
+
+def test_a_cancel_while_the_command_starts_goes_through_the_stop_commands_hook() -> None:
+    """The conforming agent kills the command it just started; a fixture whose cancel never kills
+    (cancel-flag-only) must not have it killed behind its back, or its defect passes unseen."""
+    code, _ = _CancelWhileStarting().execute(_Turn(), "sleep 30")
+    assert code == -signal.SIGTERM  # killed at once by the conforming agent
+    started = time.monotonic()
+    flag_only = _FlagOnly()
+    import threading
+
+    done: list[int | None] = []
+    worker = threading.Thread(target=lambda: done.append(flag_only.execute(_Turn(), "sleep 2")[0]), daemon=True)
+    worker.start()
+    worker.join(30)
+    assert done == [0], "the flag-only agent's command was killed"
+    assert time.monotonic() - started >= 1.5  # it ran its course (a lower bound: load cannot break it)

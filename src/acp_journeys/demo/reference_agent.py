@@ -919,7 +919,7 @@ class Agent:
             return None, str(exc)
         self.groups.add(process.pid, turn)
         if turn.cancelled.is_set():
-            self.groups.kill([process.pid])  # the cancel came while the command started
+            self.stop_commands(turn)  # the cancel came while the command started (a hook: a fixture may not kill)
         try:
             output, _ = process.communicate()
         finally:
