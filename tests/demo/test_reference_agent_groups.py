@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
+import types
 
 from acp_journeys.demo import reference_agent as ra
 
@@ -93,9 +95,6 @@ class _FlagOnly(_CancelWhileStarting):
 
 class _Turn:
     def __init__(self) -> None:
-        import threading
-        import types
-
         self.cancelled = threading.Event()
         self.session = types.SimpleNamespace(cwd="/tmp")
 
@@ -106,12 +105,6 @@ def test_a_cancel_while_the_command_starts_goes_through_the_stop_commands_hook()
     code, _ = _CancelWhileStarting().execute(_Turn(), "sleep 30")
     assert code == -signal.SIGTERM  # killed at once by the conforming agent
     started = time.monotonic()
-    flag_only = _FlagOnly()
-    import threading
-
-    done: list[int | None] = []
-    worker = threading.Thread(target=lambda: done.append(flag_only.execute(_Turn(), "sleep 2")[0]), daemon=True)
-    worker.start()
-    worker.join(30)
-    assert done == [0], "the flag-only agent's command was killed"
+    code, _ = _FlagOnly().execute(_Turn(), "sleep 2")
+    assert code == 0, "the flag-only agent's command was killed"
     assert time.monotonic() - started >= 1.5  # it ran its course (a lower bound: load cannot break it)
