@@ -72,13 +72,14 @@ file_mount() {
     RUNNER+=(-v "$path:$path:$2" -e "$1")
 }
 
-# SOCK=the engine's Unix socket, which the runner container shares; else NO_SOCK says why.
-engine_socket() {
-    SOCK=${DOCKER_HOST:-unix:///var/run/docker.sock} NO_SOCK=""
-    [[ $SOCK == unix://* ]] || NO_SOCK="DOCKER_HOST=$SOCK: the runner container can only share a Unix socket of the engine"
-    SOCK=${SOCK#unix://}
-    [ -n "$NO_SOCK" ] || [ -S "$SOCK" ] || NO_SOCK="no Docker engine socket at $SOCK: this action needs a runner with Docker (ubuntu-latest has it)"
-    [ -z "$NO_SOCK" ]
+# The engine's Unix socket in RUNNER (with its group, for a non-root user); else NO_SOCK says why.
+with_socket() {
+    local sock=${DOCKER_HOST:-unix:///var/run/docker.sock}
+    [[ $sock == unix://* ]] || { NO_SOCK="DOCKER_HOST=$sock: the runner container can only share a Unix socket of the engine"; return 1; }
+    sock=${sock#unix://}
+    [ -S "$sock" ] || { NO_SOCK="no Docker engine socket at $sock: this action needs a runner with Docker (ubuntu-latest has it)"; return 1; }
+    RUNNER+=(-v "$sock:/var/run/docker.sock")
+    [ "$(id -u)" = 0 ] || RUNNER+=(--group-add "$(stat -c %g "$sock")")
 }
 
 # The runner image: the input's (a local image of that name is what it means), else the digest
@@ -148,23 +149,18 @@ step_build() {
 
 step_run() {
     need ACPJ_WORK ACPJ_RESULT_PATH ACPJ_RUNNER_IMAGE ACPJ_RUNNER_NAME
-    local work=$ACPJ_WORK opts pid code=0 mcp
-    engine_socket || die "$NO_SOCK"
+    local work=$ACPJ_WORK opts volume pid code=0
     mapfile -d '' -t opts <"$work/run.args"
+    mapfile -d '' -t volume <"$work/volume.args"  # the MCP sockets' volume, labelled for the cleanup step
     runner_args "$work"
-    [ "$(id -u)" = 0 ] || RUNNER+=(--group-add "$(stat -c %g "$SOCK")")  # the socket's group
-    # The journeys' MCP sockets: a short host path (a socket's path has a bound of about 100
-    # bytes), noted in the work folder for the cleanup step.
-    mcp=$(mktemp -d /tmp/acpj.XXXXXX)
-    chmod 755 "$mcp"
-    printf '%s\n' "$mcp" >"$work/mcp-dir"
+    with_socket || die "$NO_SOCK"
+    docker volume create "${volume[@]}" >/dev/null || die "the MCP sockets' volume ${volume[-1]} could not be made"
     rm -f "$work/result.json" "$work/result.html"
     # In the background, waited for, so that a cancelled job's SIGTERM reaches the journeys (which
     # stop cleanly, remove their containers and write a partial result.json).
     pause_commands
     trap 'docker kill --signal TERM "$ACPJ_RUNNER_NAME" >/dev/null 2>&1 || true' TERM INT
-    docker run "${RUNNER[@]}" -w "$work" --network none -v "$SOCK:/var/run/docker.sock" -v "$mcp:$mcp" \
-        -e ACP_JOURNEYS_SHARED_DIR="$mcp" "${opts[@]}" "$ACPJ_RUNNER_IMAGE" action run "$work" &
+    docker run "${RUNNER[@]}" -w "$work" --network none "${opts[@]}" "$ACPJ_RUNNER_IMAGE" action run "$work" &
     pid=$!
     wait "$pid" || code=$?
     while kill -0 "$pid" 2>/dev/null; do  # a signal ends `wait` early: wait until it has stopped
@@ -173,7 +169,7 @@ step_run() {
     done
     trap - TERM INT
     resume_commands
-    rm -rf -- "$mcp" || true
+    docker volume rm -f "${volume[-1]}" >/dev/null 2>&1 || true  # in use still: the cleanup step's
     output "exit-code=$code"
     [ ! -f "$work/result.json" ] || [ "$work/result.json" = "$ACPJ_RESULT_PATH" ] || cp -- "$work/result.json" "$ACPJ_RESULT_PATH"
     [ ! -f "$work/result.html" ] || [ -z "${ACPJ_HTML_PATH:-}" ] || [ "$work/result.html" = "$ACPJ_HTML_PATH" ] \
@@ -222,18 +218,13 @@ step_gate() {
 }
 
 # Whatever this job's run left, also when the runner was killed: `action cleanup` removes the
-# runner container and every container, volume and network labelled with its name, and empties
-# the MCP sockets' folder (as root: the agents' files may be root's). Never fails the job.
+# runner container and every container, volume and network labelled with its name. Never fails the job.
 step_cleanup() {
-    local work=${ACPJ_WORK:-} dir="" mounts=()
-    [ -n "$work" ] && [ -n "${ACPJ_RUNNER_NAME:-}" ] && [ -n "${ACPJ_RUNNER_IMAGE:-}" ] || return 0
-    [ ! -f "$work/mcp-dir" ] || dir=$(head -n 1 "$work/mcp-dir")
-    if [[ $dir == /tmp/acpj.* ]] && [ -d "$dir" ]; then mounts=(-v "$dir:$dir"); else dir=""; fi
-    engine_socket || { warn "the cleanup did not run: $NO_SOCK"; return 0; }
-    docker run --rm --init --label acp-journeys.action=1 --user 0 --network none -v "$SOCK:/var/run/docker.sock" \
-        -v "$work:$work:ro" "${mounts[@]}" -e ACPJ_RUNNER_NAME "$ACPJ_RUNNER_IMAGE" action cleanup "$work" \
+    [ -n "${ACPJ_RUNNER_NAME:-}" ] && [ -n "${ACPJ_RUNNER_IMAGE:-}" ] || return 0
+    runner_args
+    with_socket || { warn "the cleanup did not run: $NO_SOCK"; return 0; }
+    docker run "${RUNNER[@]}" --network none -e ACPJ_RUNNER_NAME "$ACPJ_RUNNER_IMAGE" action cleanup \
         || warn "the cleanup did not run: objects labelled acp-journeys.owner=container:$ACPJ_RUNNER_NAME may be left"
-    [ -z "$dir" ] || rm -rf -- "$dir" 2>/dev/null || warn "could not remove $dir"
 }
 
 set -f  # no globbing of unquoted words anywhere

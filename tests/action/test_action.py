@@ -475,9 +475,13 @@ def test_run_hands_prepares_options_to_docker(fake: FakeSteps) -> None:
     assert f"acp-journeys.owner=container:{name}" in opts and f"ACP_JOURNEYS_OWNER=container:{name}" in opts
     assert f"{env['ACPJ_WORK']}:{env['ACPJ_WORK']}" in opts
     assert f"{fake.workspace}/auth.json:{fake.workspace}/auth.json:ro" in opts
-    [shared] = [o.split("=", 1)[1] for o in opts if o.startswith("ACP_JOURNEYS_SHARED_DIR=")]
-    assert shared.startswith("/tmp/acpj.") and len(shared) < 20 and f"{shared}:{shared}" in opts
-    assert not os.path.exists(shared)  # removed after the run
+    # The MCP sockets on a labelled tmpfs volume, made before the run and removed after it.
+    [volume] = [o.split("=", 1)[1] for o in opts if o.startswith("ACP_JOURNEYS_SHARED_VOLUME=")]
+    assert f"{volume}:/acp-journeys-shared" in opts and "ACP_JOURNEYS_SHARED_DIR=/acp-journeys-shared" in opts
+    [made] = [c["argv"] for c in out.calls if c["argv"][:2] == ["volume", "create"]]
+    assert made[-1] == volume and f"acp-journeys.owner=container:{name}" in made and "type=tmpfs" in made
+    assert [c["argv"] for c in out.calls if c["argv"][:2] == ["volume", "rm"]] == [["volume", "rm", "-f", volume]]
+    assert [c["argv"][:2] for c in out.calls].index(["volume", "create"]) < [c["argv"][0] for c in out.calls].index("run")
     # Values only in the docker client's environment, never on a command line.
     assert call["env"]["ACPJ_ENV"].startswith("API_KEY=s3cr3t value=with=equals")
     assert call["env"]["FROM_STEP"] == "from the step"
@@ -791,6 +795,11 @@ def _check_common(run, api: FakeGitHub, *, verdict: str, check_name: str,  # typ
     everything = (Path(result_path).read_text() + Path(html_path).read_text() + run.log + run.summary
                   + json.dumps(run.outputs))
     assert "hunter2-secret-value" not in everything and TOKEN not in run.log
+    # Nothing of the run is left: no container, volume (the MCP sockets') or network of its runner.
+    owner = f"label=acp-journeys.owner=container:{steps['prepare'].outputs['runner-name']}"
+    for kind in ("container", "volume", "network"):
+        listing = ["docker", kind, "ls", "-q", "--filter", owner] + (["-a"] if kind == "container" else [])
+        assert subprocess.run(listing, capture_output=True, text=True, timeout=60).stdout.split() == [], kind
     return result
 
 
@@ -1102,23 +1111,16 @@ def test_the_release_gate_obeys_no_workflow_command_of_the_agent(engine_images: 
 
 
 def test_cleanup_removes_what_a_killed_run_left(engine_images: None, tmp_path: Path) -> None:
-    """The `if: always()` step after a runner that was killed: its container, every container,
-    volume and network labelled with its name, and its socket folder, which holds a root-owned
-    folder that the job's user (here `nobody`) cannot remove: a root container of ours does."""
+    """The `if: always()` step after a runner that was killed: its container and every container,
+    volume and network labelled with its name, run as the job's user (here `nobody`, in the
+    socket's group)."""
     sock = (os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock").removeprefix("unix://")
     if os.getuid() != 0 or shutil.which("setpriv") is None or not os.path.exists(sock):
         pytest.skip("needs root, setpriv and the engine on a local socket, to act as a non-root job user")
-    work = Path(tempfile.mkdtemp(prefix="acp-journeys.", dir="/tmp"))  # readable by nobody
-    mcp_dir = Path(tempfile.mkdtemp(prefix="acpj.", dir="/tmp"))
-    name = f"acp-journeys-runner-{work.name.rsplit('.', 1)[1].lower()}"
+    name = f"acp-journeys-runner-{os.urandom(4).hex()}"
     owner = f"acp-journeys.owner=container:{name}"
     made: list[list[str]] = []
     try:
-        (mcp_dir / "left-by-root").mkdir()
-        (mcp_dir / "left-by-root" / "sh").write_bytes(b"x")
-        (work / "mcp-dir").write_text(f"{mcp_dir}\n")
-        work.chmod(0o755)
-        os.chown(mcp_dir, 65534, 65534)
         subprocess.run(["docker", "create", "--name", name, "--label", owner, BASE_IMAGE, "true"], check=True,
                        capture_output=True, timeout=60)
         made.append(["docker", "rm", "-f", name])
@@ -1134,7 +1136,7 @@ def test_cleanup_removes_what_a_killed_run_left(engine_images: None, tmp_path: P
         group = str(os.stat(sock).st_gid)
         out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", f"--groups={group}", "bash", str(STEPS),
                               "cleanup"], capture_output=True, text=True, timeout=120, cwd="/",
-                             env={"PATH": os.environ["PATH"], "HOME": "/tmp", "ACPJ_WORK": str(work),
+                             env={"PATH": os.environ["PATH"], "HOME": "/tmp",
                                   "ACPJ_RUNNER_IMAGE": RUNNER_IMAGE, "ACPJ_RUNNER_NAME": name,
                                   **({"DOCKER_HOST": os.environ["DOCKER_HOST"]} if "DOCKER_HOST" in os.environ else {})})
         assert out.returncode == 0 and "::warning::" not in out.stdout, out.stdout + out.stderr
@@ -1146,12 +1148,9 @@ def test_cleanup_removes_what_a_killed_run_left(engine_images: None, tmp_path: P
         networks = subprocess.run(["docker", "network", "ls", "-q", "--filter", f"label={owner}"],
                                   capture_output=True, text=True)
         assert networks.stdout.split() == []
-        assert not mcp_dir.exists()
     finally:
         for command in made:
             subprocess.run(command, capture_output=True, timeout=60)
-        shutil.rmtree(mcp_dir, ignore_errors=True)
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def _agent_containers(image: str) -> list[str]:

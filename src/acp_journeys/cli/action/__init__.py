@@ -8,7 +8,7 @@ run in the runner image by the thin shell of action/steps.sh, which keeps only d
   gate WORK        verify WORK/result.json: fail the job as fail-on-failure says
   merge-prepare    the merge action's inputs and work folder
   merge WORK       merge the matrix's results, and write their HTML report
-  cleanup WORK     remove what the job's run left (with the engine's socket, as root)
+  cleanup          remove what the job's run left (with the engine's socket)
 
 Rules of this package: one module per job, each reads the step's inputs from the environment
 (`ACPJ_*`, see inputs.py) and nothing else; exit 2 with one `::error::` line for a bad input.
@@ -29,7 +29,7 @@ JOBS = ("prepare", "run", "report", "gate", "merge-prepare", "merge", "cleanup")
 def add_parser(sub: argparse._SubParsersAction) -> None:
     action = sub.add_parser("action", help="a step of the GitHub Action (its inputs from ACPJ_* variables)")
     action.add_argument("job", choices=JOBS)
-    action.add_argument("work", nargs="?", help="the work folder that prepare made (every job but prepare)")
+    action.add_argument("work", nargs="?", help="the work folder that prepare made (every job but prepare and cleanup)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,10 +40,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.job in ("prepare", "merge-prepare"):
             return prepare.main(environ) if args.job == "prepare" else merge.prepare(environ)
+        if args.job == "cleanup":
+            return cleanup.cleanup(environ)
         if not args.work:
             raise UsageError(f"action {args.job} WORK: give the work folder that prepare made")
-        jobs = {"run": run_step.main, "report": report.report, "gate": report.gate, "merge": merge.merge,
-                "cleanup": cleanup.cleanup}
+        jobs = {"run": run_step.main, "report": report.report, "gate": report.gate, "merge": merge.merge}
         return jobs[args.job](environ, args.work)
     except UsageError as exc:
         annotate("error", str(exc), environ)

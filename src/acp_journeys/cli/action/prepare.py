@@ -6,8 +6,9 @@ Rules of this module: every check is made here, before minutes of building; a ru
 command line has (`--env` and `--setting` apart, templates with the model stub, `parallel`,
 `timeout-scale`, the journey ids) is `plan_run`'s, never restated. What it leaves for the shell,
 in the work folder: `build.args` (the `docker build` arguments, when the agent image is built),
-`run.args` (the `docker run` options of the run step's runner container) and `run.cli` (the
-`acp-journeys run` command line it runs), NUL-separated; no value of the env input is in any of
+`run.args` (the `docker run` options of the run step's runner container), `volume.args` (the
+`docker volume create` arguments of the MCP sockets' volume) and `run.cli` (the `acp-journeys run`
+command line it runs), NUL-separated; no value of the env input is in any of
 them (only names: the docker client passes the values).
 """
 
@@ -33,6 +34,9 @@ _INPUT_OF = [("--timeout-scale", "timeout-scale"), ("--parallel", "parallel"),
              ("--model-stub-config-template", "model-stub-config-templates"), ("--setting", "settings"),
              ("--env", "env"), ("--login", "login"), ("journey", "journeys"), ("agent command", "agent-command")]
 _NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?|\.[0-9]+")
+SHARED_DIR = "/acp-journeys-shared"
+"""Where the runner container mounts the MCP sockets' volume (as run.sh does): a short path, for a
+socket's path has a bound of about 100 bytes."""
 
 
 @dataclass
@@ -43,6 +47,7 @@ class Prepared:
     build: list[str] | None
     run_options: list[str] = field(default_factory=list)
     run_cli: list[str] = field(default_factory=list)
+    volume: list[str] = field(default_factory=list)
 
 
 def check_run_inputs(inp: Inputs, environ: Mapping[str, str], image: str) -> tuple[list[str], run_cli.RunPlan]:
@@ -156,7 +161,14 @@ def prepare(environ: Mapping[str, str]) -> Prepared:
     for login in logins:
         cli += ["--login", login]
     cli += named[named.index("--"):]
-    options = ["--name", runner, "--label", f"acp-journeys.owner=container:{runner}",
+    # The MCP sockets: a labelled volume shared with the agents' containers, so the cleanup step
+    # finds it by its owner; a small tmpfs, nosuid, nodev and noexec (run.sh's, too).
+    volume = f"acpj-shared-{suffix}"
+    owner = f"acp-journeys.owner=container:{runner}"
+    volume_args = ["--label", "acp-journeys.action=1", "--label", owner, "--driver", "local", "--opt", "type=tmpfs",
+                   "--opt", "device=tmpfs", "--opt", "o=nosuid,nodev,noexec,size=16m,mode=1777", volume]
+    options = ["--name", runner, "--label", owner, "-v", f"{volume}:{SHARED_DIR}",
+               "-e", f"ACP_JOURNEYS_SHARED_VOLUME={volume}", "-e", f"ACP_JOURNEYS_SHARED_DIR={SHARED_DIR}",
                "-e", f"ACP_JOURNEYS_OWNER=container:{runner}", "-e", f"ACP_JOURNEYS_HOST_HOME={home}",
                "-e", "ACPJ_ENV", *mounts]
     for name, value in inp.env_lines():
@@ -164,7 +176,8 @@ def prepare(environ: Mapping[str, str]) -> Prepared:
             options += ["-e", name]  # the docker client passes the step's value; NAME=VALUE: ACPJ_ENV
     outputs = {"work": work, "result-path": result, "html-path": result.removesuffix(".json") + ".html",
                "agent-image": agent_image, "runner-name": runner, "report-network": report_network(environ)}
-    return Prepared(outputs, None if build is None else [*build[:-1], "-t", agent_image, build[-1]], options, cli)
+    return Prepared(outputs, None if build is None else [*build[:-1], "-t", agent_image, build[-1]], options, cli,
+                    volume_args)
 
 
 def _drop(options: list[str], flags: set[str]) -> list[str]:
@@ -245,6 +258,7 @@ def main(environ: Mapping[str, str]) -> int:
     if done.build is not None:
         write_args(f"{work}/build.args", done.build)
     write_args(f"{work}/run.args", done.run_options)
+    write_args(f"{work}/volume.args", done.volume)
     write_args(f"{work}/run.cli", done.run_cli)
     set_outputs(done.outputs, environ)
     say(f"work folder {work}; result.json goes to {done.outputs['result-path']}")
