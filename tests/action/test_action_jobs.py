@@ -383,6 +383,38 @@ def test_gate_says_the_word_of_a_refused_or_partial_result(results: dict[str, Pa
     assert code == 0 and messages.startswith(f"warning ACP journeys: the gate says {word}; fail-on-failure is false")
 
 
+def test_the_steps_after_prepare_judge_with_the_inputs_it_kept(step: Step, results: dict[str, Path]) -> None:
+    """The inputs reach the later steps once, through prepare: a job-level env: of the same name
+    (every step of the job sees it) never changes what prepare checked, nor does its absence."""
+    code, log, outputs = step.prepare(ACPJ_FAIL_ON_FAILURE="false", ACPJ_CHECK_NAME="Kept check",
+                                      ACPJ_JOURNEYS="turn-to-end stop-running-turn", ACPJ_POST_CHECK="no")
+    assert code == 0, log
+    work = outputs["work"]
+    shutil.copyfile(results["fail"], f"{work}/result.json")
+    later = {"ACPJ_FAIL_ON_FAILURE": "true", "ACPJ_CHECK_NAME": "Job env", "ACPJ_JOURNEYS": "all", "GITHUB_SHA": SHA}
+    got, log, messages = _gate(work, **later)
+    assert got == 0 and messages.startswith("warning ACP journeys failed"), (log, messages)
+    cli = report.report_cli(later, work)
+    assert cli[cli.index("--check-name") + 1] == "Kept check" and cli[-1] == "--no-check-run"
+    assert [cli[i + 1] for i, a in enumerate(cli) if a == "--journey"] == ["turn-to-end", "stop-running-turn"]
+    assert report.gate_cli({}, work) == ["verify", f"{work}/result.json", "--journey", "turn-to-end",
+                                         "--journey", "stop-running-turn"]
+    # An input left empty is kept empty: the default, whatever the job's env: says.
+    code, log, outputs = step.prepare()
+    assert code == 0, log
+    assert report.gate_cli({"ACPJ_JOURNEYS": "turn-to-end"}, outputs["work"]) == [
+        "verify", f"{outputs['work']}/result.json"]
+
+
+def test_a_broken_kept_inputs_file_is_an_error_not_a_default(tmp_path: Path) -> None:
+    (tmp_path / "inputs.json").write_text('{"ACPJ_FAIL_ON_FAILURE": false}')
+    with pytest.raises(UsageError, match="inputs.json is not what prepare writes"):
+        report.gate_cli({}, str(tmp_path))
+    (tmp_path / "inputs.json").write_text("{cut sho")
+    with pytest.raises(UsageError, match="inputs.json cannot be read"):
+        report.report_cli({}, str(tmp_path))
+
+
 def test_gate_of_a_result_that_cannot_be_judged(tmp_path: Path) -> None:
     work = tmp_path / "w"
     work.mkdir()

@@ -11,6 +11,7 @@ that `ACPJ_MESSAGES` names, which the shell step prints once the pause is over.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -90,6 +91,32 @@ class Inputs:
                 raise InputError("env", f"{name} is not set in the step's environment (set it with env: on the step)")
             out.append((name, value if sep else None))
         return out
+
+
+KEPT = ("journeys", "check-name", "post-check", "fail-on-failure", "docs-url", "pattern")
+"""The inputs of the steps after prepare: prepare keeps them in WORK/inputs.json as it checked
+them, and those steps read them there (no step after it is handed them again)."""
+
+
+def keep_inputs(inp: Inputs, work: str) -> None:
+    saved = {_variable(name): inp.environ.get(_variable(name), "") for name in KEPT}
+    with open(os.path.join(work, "inputs.json"), "w", encoding="utf-8") as fh:
+        json.dump(saved, fh)
+
+
+def kept_inputs(environ: Mapping[str, str], work: str) -> Inputs:
+    """The step's variables with the inputs that prepare kept over them (a job-level env: of the
+    same name never changes what prepare checked); the step's alone when prepare kept none."""
+    try:
+        with open(os.path.join(work, "inputs.json"), encoding="utf-8") as fh:
+            saved = json.load(fh)
+    except FileNotFoundError:
+        saved = {}
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"internal: {work}/inputs.json cannot be read: {exc}") from None
+    if not isinstance(saved, dict) or not all(isinstance(v, str) for v in saved.values()):
+        raise UsageError(f"internal: {work}/inputs.json is not what prepare writes")
+    return Inputs({**environ, **saved})
 
 
 def _variable(name: str) -> str:

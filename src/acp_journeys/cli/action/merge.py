@@ -13,7 +13,7 @@ import os
 import tempfile
 from collections.abc import Mapping
 
-from acp_journeys.cli.action.inputs import Inputs, annotate, say, set_outputs
+from acp_journeys.cli.action.inputs import Inputs, annotate, keep_inputs, kept_inputs, say, set_outputs
 from acp_journeys.cli.action.prepare import report_network
 from acp_journeys.cli.common import UsageError
 
@@ -36,6 +36,7 @@ def prepare(environ: Mapping[str, str]) -> int:
     work = tempfile.mkdtemp(prefix="acp-journeys-merge.", dir=environ.get("ACPJ_TEMP") or tempfile.gettempdir())
     os.chmod(work, 0o755)
     os.mkdir(f"{work}/parts")
+    keep_inputs(inp, work)
     set_outputs({"work": work, "download-path": f"{work}/parts", "result-path": f"{work}/result.json",
                  "html-path": f"{work}/result.html", "report-network": report_network(environ)}, environ)
     say(f"work folder {work}; the artifacts matching '{pattern}' go to {work}/parts")
@@ -45,12 +46,12 @@ def prepare(environ: Mapping[str, str]) -> int:
 def merge(environ: Mapping[str, str], work: str) -> int:
     from acp_journeys.cli import main as cli_main
 
-    inp = Inputs(environ)
+    inp = kept_inputs(environ, work)
     root = glob.escape(f"{work}/parts")
     # download-artifact puts each artifact of a pattern in a folder named after it.
     parts = sorted({*glob.glob(f"{root}/result.json"), *glob.glob(f"{root}/*/result.json")})
     if not parts:
-        annotate("error", f"no result.json in the artifacts matching '{environ.get('ACPJ_PATTERN', '')}': did the "
+        annotate("error", f"no result.json in the artifacts matching '{inp.text('pattern')}': did the "
                  "matrix jobs run, and does the pattern match their artifact-name?", environ)
         return 2
     say(f"merging {len(parts)} result(s): {' '.join(os.path.relpath(p, f'{work}/parts') for p in parts)}")

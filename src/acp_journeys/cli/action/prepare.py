@@ -8,7 +8,7 @@ command line has (`--env` and `--setting` apart, templates with the model stub, 
 in the work folder: `build.args` (the `docker build` arguments, when the agent image is built),
 `run.args` (the `docker run` options of the run step's runner container), `volume.args` (the
 `docker volume create` arguments of the MCP sockets' volume) and `run.cli` (the `acp-journeys run`
-command line it runs), NUL-separated; no value of the env input is in any of
+command line it runs), NUL-separated, and `inputs.json` (the inputs that the later steps read); no value of the env input is in any of
 them (only names: the docker client passes the values).
 """
 
@@ -24,8 +24,8 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from acp_journeys.cli.action.inputs import (InputError, Inputs, annotate, path_of, say, set_outputs,
-                                            workspace_file, write_args)
+from acp_journeys.cli.action.inputs import (InputError, Inputs, annotate, keep_inputs, path_of, say,
+                                            set_outputs, workspace_file, write_args)
 from acp_journeys.cli import run as run_cli
 from acp_journeys.cli.common import UsageError
 
@@ -260,6 +260,7 @@ def main(environ: Mapping[str, str]) -> int:
     write_args(f"{work}/run.args", done.run_options)
     write_args(f"{work}/volume.args", done.volume)
     write_args(f"{work}/run.cli", done.run_cli)
+    keep_inputs(Inputs(environ), work)
     set_outputs(done.outputs, environ)
     say(f"work folder {work}; result.json goes to {done.outputs['result-path']}")
     return 0

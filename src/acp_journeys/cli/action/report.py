@@ -1,5 +1,6 @@
 """`acp-journeys action report WORK` and `action gate WORK`: the report and gate steps inside
-the runner container, on WORK/result.json, under the baseline that prepare copied.
+the runner container, on WORK/result.json, under the baseline that prepare copied and with the
+inputs that it kept.
 
 Rules of this module: report never fails the job (the gate does). The gate's exit code is the
 step's: 0 pass (or a failure with fail-on-failure false), 1 a failed or refused gate, 2 a
@@ -17,7 +18,7 @@ import os
 import re
 from collections.abc import Mapping
 
-from acp_journeys.cli.action.inputs import Inputs, annotate, say
+from acp_journeys.cli.action.inputs import Inputs, annotate, kept_inputs, say
 
 
 def baseline_args(work: str) -> list[str]:
@@ -32,7 +33,7 @@ def _judged_as(inp: Inputs, environ: Mapping[str, str]) -> list[str]:
 
 
 def report_cli(environ: Mapping[str, str], work: str) -> list[str]:
-    inp = Inputs(environ)
+    inp = kept_inputs(environ, work)
     cli = ["report", f"{work}/result.json", "--github", "--check-name", inp.text("check-name") or "ACP journeys",
            *_judged_as(inp, environ)]
     if environ.get("ACPJ_ARTIFACT_URL"):
@@ -44,7 +45,8 @@ def report_cli(environ: Mapping[str, str], work: str) -> list[str]:
 
 
 def gate_cli(environ: Mapping[str, str], work: str) -> list[str]:
-    return ["verify", f"{work}/result.json", *_judged_as(Inputs(environ), environ), *baseline_args(work)]
+    return ["verify", f"{work}/result.json", *_judged_as(kept_inputs(environ, work), environ),
+            *baseline_args(work)]
 
 
 def report(environ: Mapping[str, str], work: str) -> int:
@@ -56,8 +58,7 @@ def report(environ: Mapping[str, str], work: str) -> int:
 def gate(environ: Mapping[str, str], work: str) -> int:
     from acp_journeys.cli import main as cli_main
 
-    inp = Inputs(environ)
-    fail = inp.flag("fail-on-failure", True)
+    fail = kept_inputs(environ, work).flag("fail-on-failure", True)
     log = io.StringIO()
     with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
         code = cli_main(gate_cli(environ, work))
