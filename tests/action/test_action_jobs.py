@@ -18,7 +18,7 @@ from conftest import reference_agent, run_journeys
 
 from acp_journeys.cli import action as action_cli
 from acp_journeys.cli.action import cleanup, merge, prepare, report, run_step
-from acp_journeys.cli.action.inputs import read_args
+from acp_journeys.cli.action.inputs import Inputs, keep_inputs, read_args
 from acp_journeys.cli.common import UsageError
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -316,36 +316,44 @@ def _work(tmp_path: Path, result: Path) -> str:
     return str(work)
 
 
+def _kept(work: str, env: dict[str, str]) -> dict[str, str]:
+    """env, with its inputs kept in WORK/inputs.json as prepare keeps them (the later steps read them there)."""
+    keep_inputs(Inputs(env), work)
+    return env
+
+
 def test_report_command_line(tmp_path: Path) -> None:
     work = str(tmp_path)
     env = {"GITHUB_SHA": SHA, "ACPJ_CHECK_NAME": "My check",
            "ACPJ_ARTIFACT_URL": "https://github.example.test/o/r/actions/runs/1/artifacts/2"}
-    assert report.report_cli(env, work) == [
+    assert report.report_cli(_kept(work, env), work) == [
         "report", f"{work}/result.json", "--github", "--check-name", "My check", "--expect-sha", SHA,
         "--artifact-url", "https://github.example.test/o/r/actions/runs/1/artifacts/2"]
     # The journeys that ran, as the gate names them: a file without one is reported PARTIAL.
-    assert report.report_cli({"ACPJ_POST_CHECK": "false", "ACPJ_JOURNEYS": "turn-to-end"}, work) == [
+    assert report.report_cli(_kept(work, {"ACPJ_POST_CHECK": "false", "ACPJ_JOURNEYS": "turn-to-end"}), work) == [
         "report", f"{work}/result.json", "--github", "--check-name", "ACP journeys", "--journey", "turn-to-end",
         "--no-check-run"]
     with pytest.raises(UsageError, match="input post-check: expected true or false"):
-        report.report_cli({"ACPJ_POST_CHECK": "later"}, work)
+        report.report_cli(_kept(work, {"ACPJ_POST_CHECK": "later"}), work)
 
 
 def test_gate_command_line(tmp_path: Path) -> None:
     work = str(tmp_path)
-    assert report.gate_cli({"GITHUB_SHA": SHA}, work) == ["verify", f"{work}/result.json", "--expect-sha", SHA]
+    assert report.gate_cli(_kept(work, {"GITHUB_SHA": SHA}), work) == ["verify", f"{work}/result.json", "--expect-sha", SHA]
     # verify calls a file without some journeys partial, unless it is told which ones ran.
-    assert report.gate_cli({"ACPJ_JOURNEYS": "turn-to-end, image-and-file", "GITHUB_SHA": SHA}, work) == [
+    assert report.gate_cli(_kept(work, {"ACPJ_JOURNEYS": "turn-to-end, image-and-file", "GITHUB_SHA": SHA}), work) == [
         "verify", f"{work}/result.json", "--journey", "turn-to-end", "--journey", "image-and-file",
         "--expect-sha", SHA]
 
 
-def _gate(work: str, **env: str) -> tuple[int, str, str]:
+def _gate(work: str, prepared: bool = False, **env: str) -> tuple[int, str, str]:
+    """The gate in WORK; its inputs from env, kept as prepare keeps them unless prepare made WORK."""
     messages = Path(work) / "messages"
     messages.write_text("")
+    env = {"ACPJ_MESSAGES": str(messages), **env}
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = report.gate({"ACPJ_MESSAGES": str(messages), **env}, work)
+        code = report.gate(env if prepared else _kept(work, env), work)
     return code, out.getvalue(), messages.read_text()
 
 
@@ -392,7 +400,7 @@ def test_the_steps_after_prepare_judge_with_the_inputs_it_kept(step: Step, resul
     work = outputs["work"]
     shutil.copyfile(results["fail"], f"{work}/result.json")
     later = {"ACPJ_FAIL_ON_FAILURE": "true", "ACPJ_CHECK_NAME": "Job env", "ACPJ_JOURNEYS": "all", "GITHUB_SHA": SHA}
-    got, log, messages = _gate(work, **later)
+    got, log, messages = _gate(work, prepared=True, **later)
     assert got == 0 and messages.startswith("warning ACP journeys failed"), (log, messages)
     cli = report.report_cli(later, work)
     assert cli[cli.index("--check-name") + 1] == "Kept check" and cli[-1] == "--no-check-run"
@@ -407,6 +415,9 @@ def test_the_steps_after_prepare_judge_with_the_inputs_it_kept(step: Step, resul
 
 
 def test_a_broken_kept_inputs_file_is_an_error_not_a_default(tmp_path: Path) -> None:
+    # None at all: not a folder that prepare made, so not the step's own variables instead.
+    with pytest.raises(UsageError, match="inputs.json is missing"):
+        report.gate_cli({"ACPJ_JOURNEYS": "turn-to-end"}, str(tmp_path))
     (tmp_path / "inputs.json").write_text('{"ACPJ_FAIL_ON_FAILURE": false}')
     with pytest.raises(UsageError, match="inputs.json is not what prepare writes"):
         report.gate_cli({}, str(tmp_path))
@@ -461,7 +472,7 @@ def test_merge_without_a_part_says_so(tmp_path: Path) -> None:
     (tmp_path / "parts").mkdir()
     messages = tmp_path / "messages"
     messages.write_text("")
-    assert merge.merge({"ACPJ_PATTERN": "acp-*", "ACPJ_MESSAGES": str(messages)}, str(tmp_path)) == 2
+    assert merge.merge(_kept(str(tmp_path), {"ACPJ_PATTERN": "acp-*", "ACPJ_MESSAGES": str(messages)}), str(tmp_path)) == 2
     assert messages.read_text().startswith("error no result.json in the artifacts matching 'acp-*'")
 
 

@@ -11,7 +11,8 @@ run in the runner image by the thin shell of action/steps.sh, which keeps only d
   cleanup          remove what the job's run left (with the engine's socket)
 
 Rules of this package: one module per job, each reads the step's inputs from the environment
-(`ACPJ_*`, see inputs.py) and nothing else; exit 2 with one `::error::` line for a bad input.
+(`ACPJ_*`, see inputs.py) and, after prepare, from WORK/inputs.json (the inputs that prepare
+checked, which win), and nothing else; exit 2 with one `::error::` line for a bad input.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The action's inputs as its steps hand them over (`ACPJ_*` environment variables), and the
 lines that a step prints for GitHub's runner.
 
-Rules of this module: inputs come only from the mapping handed in (never a command line, never
-eval'ed); multi-line inputs are read a line at a time, blank lines and `#` lines skipped; a bad
+Rules of this module: inputs come only from the mapping handed in, and for the steps after
+prepare from `WORK/inputs.json`, the inputs that prepare checked and kept (never a command line,
+never eval'ed); multi-line inputs are read a line at a time, blank lines and `#` lines skipped; a bad
 input is an `InputError` that names the input and never shows a value of the `env` input. What
 a step prints goes through `command_data` (no text of ours or the user's can start a workflow
 command); an annotation meant for after the runner's stop-commands pause is written to the file
@@ -106,12 +107,13 @@ def keep_inputs(inp: Inputs, work: str) -> None:
 
 def kept_inputs(environ: Mapping[str, str], work: str) -> Inputs:
     """The step's variables with the inputs that prepare kept over them (a job-level env: of the
-    same name never changes what prepare checked); the step's alone when prepare kept none."""
+    same name never changes what prepare checked). No file is an error, never the step's
+    variables alone: prepare always writes it, so its absence means WORK is not prepare's."""
     try:
         with open(os.path.join(work, "inputs.json"), encoding="utf-8") as fh:
             saved = json.load(fh)
     except FileNotFoundError:
-        saved = {}
+        raise UsageError(f"internal: {work}/inputs.json is missing (is {work} a work folder that prepare made?)") from None
     except (OSError, ValueError) as exc:
         raise UsageError(f"internal: {work}/inputs.json cannot be read: {exc}") from None
     if not isinstance(saved, dict) or not all(isinstance(v, str) for v in saved.values()):
