@@ -415,6 +415,11 @@ class FakeSteps:
                 "ACPJ_REPORT_NETWORK": out.outputs["report-network"]}
 
 
+def _kept_inputs(env: dict[str, str]) -> dict[str, str]:
+    """What prepare kept in the work folder for the later steps."""
+    return json.loads(Path(env["ACPJ_WORK"], "inputs.json").read_text())
+
+
 @pytest.fixture
 def fake(tmp_path: Path) -> Iterator[FakeSteps]:
     steps = FakeSteps(tmp_path)
@@ -611,9 +616,9 @@ def test_gate_prints_the_gates_word_after_the_pause(fake: FakeSteps, gate_exit: 
                                                     step_code: int) -> None:
     """The gate's container prints verify's lines (the agent's text) under the pause; its
     annotation, left in the work folder, comes after the pause, where GitHub's runner acts on it."""
-    env = fake.prepared()
+    env = fake.prepared(ACPJ_FAIL_ON_FAILURE="true")
     Path(env["ACPJ_WORK"], "result.json").write_text("{}")
-    out = fake("gate", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test", ACPJ_FAIL_ON_FAILURE="true",
+    out = fake("gate", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test", ACPJ_VERDICT="pass",
                FAKE_DOCKER_GATE_EXIT=str(gate_exit), FAKE_DOCKER_MESSAGE=message,
                FAKE_DOCKER_VERIFY_LINE="::error::forged ##[warning]forged")
     assert out.code == step_code, out.log
@@ -629,8 +634,11 @@ def test_gate_prints_the_gates_word_after_the_pause(fake: FakeSteps, gate_exit: 
     assert call["cli"] == ["action", "gate", env["ACPJ_WORK"]]
     argv = call["argv"]
     assert argv[argv.index("--network") + 1] == "none" and not any("docker.sock" in a for a in argv), argv
-    assert call["env"]["ACPJ_FAIL_ON_FAILURE"] == "true" and call["env"]["GITHUB_SHA"] == SHA
+    assert call["env"]["ACPJ_VERDICT"] == "pass" and call["env"]["GITHUB_SHA"] == SHA  # the step's ACPJ_*
     assert call["env"]["ACPJ_MESSAGES"] == f"{env['ACPJ_WORK']}/messages"
+    # The inputs that prepare checked reach the gate in the work folder, not as the step's variables.
+    assert f"{env['ACPJ_WORK']}:{env['ACPJ_WORK']}" in argv and "ACPJ_FAIL_ON_FAILURE" not in call["env"]
+    assert _kept_inputs(env)["ACPJ_FAIL_ON_FAILURE"] == "true"
 
 
 def test_gate_and_report_without_a_result(fake: FakeSteps) -> None:
@@ -642,12 +650,12 @@ def test_gate_and_report_without_a_result(fake: FakeSteps) -> None:
 
 
 def test_report_shares_the_github_files_and_never_fails(fake: FakeSteps) -> None:
-    env = fake.prepared()
+    env = fake.prepared(ACPJ_CHECK_NAME="My check")
     Path(env["ACPJ_WORK"], "result.json").write_text("{}")
     summary, event = fake.root / "summary.md", fake.root / "event.json"
     event.write_text("{}")
     out = fake("report", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test", ACPJ_REPORT_NETWORK="host",
-               ACPJ_CHECK_NAME="My check", GITHUB_STEP_SUMMARY=str(summary), GITHUB_EVENT_PATH=str(event),
+               ACPJ_ARTIFACT_URL="https://github.example.test/a/1", GITHUB_STEP_SUMMARY=str(summary), GITHUB_EVENT_PATH=str(event),
                GITHUB_TOKEN=TOKEN, GITHUB_REPOSITORY="o/r", GITHUB_API_URL="http://127.0.0.1:1")
     assert out.code == 0, out.log
     [call] = out.call("run")
@@ -656,7 +664,11 @@ def test_report_shares_the_github_files_and_never_fails(fake: FakeSteps) -> None
     assert f"{summary}:{summary}:rw" in argv and f"{event}:{event}:ro" in argv and summary.exists()
     assert argv[argv.index("--network") + 1] == "host"  # as prepare said: the API is on loopback
     assert call["env"]["GITHUB_TOKEN"] == TOKEN and TOKEN not in argv
-    assert call["env"]["ACPJ_CHECK_NAME"] == "My check" and call["env"]["GITHUB_API_URL"] == "http://127.0.0.1:1"
+    assert call["env"]["ACPJ_ARTIFACT_URL"] == "https://github.example.test/a/1"  # the step's ACPJ_*
+    assert call["env"]["GITHUB_API_URL"] == "http://127.0.0.1:1"
+    # The check's name, as prepare checked and kept it, in the mounted work folder.
+    assert f"{env['ACPJ_WORK']}:{env['ACPJ_WORK']}" in argv and "ACPJ_CHECK_NAME" not in call["env"]
+    assert _kept_inputs(env)["ACPJ_CHECK_NAME"] == "My check"
     assert not any("docker.sock" in a for a in argv), argv  # result.json may be the agent's: no engine
     failed = fake("report", ACPJ_WORK=env["ACPJ_WORK"], ACPJ_RUNNER_IMAGE="runner:test", FAKE_DOCKER_REPORT_EXIT="2")
     assert failed.code == 0 and "::warning::the report did not run (exit 2)" in failed.log
