@@ -10,6 +10,7 @@ import io
 import json
 import os
 import contextlib
+import shlex
 import shutil
 from pathlib import Path
 
@@ -181,11 +182,22 @@ def test_prepare_writes_the_run_for_the_shell(step: Step) -> None:
     assert f"acp-journeys.owner=container:{name}" in options and f"ACP_JOURNEYS_OWNER=container:{name}" in options
     assert f"{step.workspace}/auth.json:{step.workspace}/auth.json:ro" in options
     assert f"{step.home}/.agentrc:{step.home}/.agentrc:ro" in options
+    volume = read_args(f"{work}/volume.args")
+    assert volume[-1] in options[options.index("-v") + 1] and f"acp-journeys.owner=container:{name}" in volume
+    assert volume[-1 - len(prepare.SOCKETS_VOLUME_OPTIONS):-1] == list(prepare.SOCKETS_VOLUME_OPTIONS)
     # Values never in a file: NAME alone is passed by the docker client, NAME=VALUE through ACPJ_ENV.
     assert [options[i + 1] for i, a in enumerate(options) if a == "-e"][-2:] == ["ACPJ_ENV", "FROM_STEP"]
     for path in Path(work).rglob("*"):
         assert b"s3cr3t" not in path.read_bytes() and b"from the step" not in path.read_bytes(), path
     assert "s3cr3t" not in log and "s3cr3t" not in step.output.read_text()
+
+
+def test_run_sh_makes_the_sockets_volume_as_the_action_does() -> None:
+    """One rule for the MCP sockets' tmpfs, though run.sh spells it in bash."""
+    script = (Path(__file__).resolve().parents[2] / "run.sh").read_text().replace("\\\n", " ")
+    [line] = [line for line in script.splitlines() if line.startswith("docker volume create ")]
+    words = shlex.split(line)
+    assert words[words.index("--driver"):words.index('$volume')] == list(prepare.SOCKETS_VOLUME_OPTIONS), line
 
 
 def test_prepare_writes_the_new_inputs_as_options(step: Step) -> None:

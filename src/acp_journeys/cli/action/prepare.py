@@ -35,6 +35,10 @@ _INPUT_OF = [("--timeout-scale", "timeout-scale"), ("--parallel", "parallel"),
              ("--env", "env"), ("--login", "login"), ("journey", "journeys"), ("agent command", "agent-command")]
 _NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?|\.[0-9]+")
 SHARED_DIR = "/acp-journeys-shared"
+SOCKETS_VOLUME_OPTIONS = ("--driver", "local", "--opt", "type=tmpfs", "--opt", "device=tmpfs",
+                          "--opt", "o=nosuid,nodev,noexec,size=16m,mode=1777")
+"""The MCP sockets' volume, here and in run.sh (a test holds them equal): a small tmpfs where
+nothing can be a setuid file, a device or a program, even for the engine's host."""
 """Where the runner container mounts the MCP sockets' volume (as run.sh does): a short path, for a
 socket's path has a bound of about 100 bytes."""
 
@@ -162,11 +166,10 @@ def prepare(environ: Mapping[str, str]) -> Prepared:
         cli += ["--login", login]
     cli += named[named.index("--"):]
     # The MCP sockets: a labelled volume shared with the agents' containers, so the cleanup step
-    # finds it by its owner; a small tmpfs, nosuid, nodev and noexec (run.sh's, too).
+    # finds it by its owner.
     volume = f"acpj-shared-{suffix}"
     owner = f"acp-journeys.owner=container:{runner}"
-    volume_args = ["--label", "acp-journeys.action=1", "--label", owner, "--driver", "local", "--opt", "type=tmpfs",
-                   "--opt", "device=tmpfs", "--opt", "o=nosuid,nodev,noexec,size=16m,mode=1777", volume]
+    volume_args = ["--label", "acp-journeys.action=1", "--label", owner, *SOCKETS_VOLUME_OPTIONS, volume]
     options = ["--name", runner, "--label", owner, "-v", f"{volume}:{SHARED_DIR}",
                "-e", f"ACP_JOURNEYS_SHARED_VOLUME={volume}", "-e", f"ACP_JOURNEYS_SHARED_DIR={SHARED_DIR}",
                "-e", f"ACP_JOURNEYS_OWNER=container:{runner}", "-e", f"ACP_JOURNEYS_HOST_HOME={home}",
