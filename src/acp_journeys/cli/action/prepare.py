@@ -35,12 +35,12 @@ _INPUT_OF = [("--timeout-scale", "timeout-scale"), ("--parallel", "parallel"),
              ("--env", "env"), ("--login", "login"), ("journey", "journeys"), ("agent command", "agent-command")]
 _NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?|\.[0-9]+")
 SHARED_DIR = "/acp-journeys-shared"
+"""Where the runner container mounts the MCP sockets' volume (as run.sh does): a short path, for a
+socket's path has a bound of about 100 bytes."""
 SOCKETS_VOLUME_OPTIONS = ("--driver", "local", "--opt", "type=tmpfs", "--opt", "device=tmpfs",
                           "--opt", "o=nosuid,nodev,noexec,size=16m,mode=1777")
 """The MCP sockets' volume, here and in run.sh (a test holds them equal): a small tmpfs where
 nothing can be a setuid file, a device or a program, even for the engine's host."""
-"""Where the runner container mounts the MCP sockets' volume (as run.sh does): a short path, for a
-socket's path has a bound of about 100 bytes."""
 
 
 @dataclass
