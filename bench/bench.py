@@ -4,7 +4,9 @@
 Reports, for all journeys at once and for --parallel 1: wall time, the runner's own CPU time
 (this process only: the agents' CPU is theirs, not ours) and the runner's peak memory; and the
 slowest journey run alone, for the target "all at once <= 1.3x the slowest journey alone".
-With --docker IMAGE it also runs the suite in docker mode, for the container overhead ratio.
+With --docker IMAGE it also runs the suite in docker mode, for the container overhead ratio,
+and times the engine alone making as many containers at once as the suite has journeys (with
+the journeys' limits, nothing run in them): what no change of ours can take off docker mode.
 Not a test: it prints numbers (and writes them as JSON with --json) for the README.
 
     .venv/bin/python bench/bench.py [--repeat 3] [--docker acp-journeys/runner:dev] [--json out.json]
@@ -56,6 +58,41 @@ def one_run(journeys: list[str], parallel: int | None, kind: str = "local", imag
     return {"wall_s": wall, "cpu_s": cpu, "verdict": result.verdict}
 
 
+def engine_floor(image: str, count: int) -> dict[str, float]:
+    """Seconds for the engine to create and start `count` containers at once, with the options
+    the journeys' containers get (no network, no capability, the default limits), then to remove
+    them: the part of docker mode's wall that is the engine's own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from acp_journeys.launch.docker import engine
+
+    api = engine.connect()
+    host_config = api.create_host_config(network_mode="none", pids_limit=256, mem_limit="2g",
+                                         memswap_limit="2g", nano_cpus=int(2e9),
+                                         security_opt=["no-new-privileges"], cap_drop=["ALL"])
+    tag = f"acpj-bench-{uuid.uuid4().hex[:8]}"
+
+    def make(n: int) -> str:
+        cid = api.create_container(image, entrypoint=["sleep", "60"], name=f"{tag}-{n}",
+                                   labels={"acp-journeys.bench": tag}, host_config=host_config)["Id"]
+        api.start(cid)
+        return cid
+
+    ids: list[str] = []
+    with ThreadPoolExecutor(count) as pool:
+        try:
+            t0 = time.perf_counter()
+            ids = list(pool.map(make, range(count)))
+            started = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            list(pool.map(lambda cid: api.remove_container(cid, force=True), ids))
+            removed = time.perf_counter() - t0
+        finally:  # whatever was made, also after an error
+            for c in api.containers(all=True, filters={"label": f"acp-journeys.bench={tag}"}):
+                api.remove_container(c["Id"], force=True)
+    return {"create_and_start_s": started, "remove_s": removed}
+
+
 def median(runs: list[dict], key: str) -> float:
     return statistics.median(float(r[key]) for r in runs)
 
@@ -88,6 +125,12 @@ def main() -> int:
         docker = [one_run(everything, None, "docker", args.docker) for _ in range(args.repeat)]
         report["docker_all_at_once"] = {"wall_s": median(docker, "wall_s"), "runner_cpu_s": median(docker, "cpu_s")}
         report["docker_over_local"] = report["docker_all_at_once"]["wall_s"] / report["all_at_once"]["wall_s"]
+        floors = [engine_floor(args.docker, len(everything)) for _ in range(args.repeat)]
+        floor = {k: statistics.median(f[k] for f in floors) for k in floors[0]}
+        report["engine_floor"] = {**floor, "journeys": len(everything)}
+        # The least docker mode could cost: local mode's wall plus the engine's own start.
+        report["docker_over_local_floor"] = ((report["all_at_once"]["wall_s"] + floor["create_and_start_s"])
+                                             / report["all_at_once"]["wall_s"])
     report["runner_peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     verdicts = {r["verdict"] for r in at_once + serial}
     report["verdicts"] = sorted(verdicts)

@@ -156,6 +156,24 @@ def agent_image_or_skip(engine, base_will_do: bool = True) -> str:
     pytest.skip(f"no agent image {' or '.join(names)}: run scripts/setup/build-runner-image.sh")
 
 
+EMPTY_IMAGE = "acp-journeys/test-empty:latest"
+
+
+def make_empty_image(engine) -> str:
+    """An image with no shell, no Python, nothing: one empty folder (made again each time: cheap)."""
+    import io
+    import tarfile
+
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        info = tarfile.TarInfo("etc/")
+        info.type = tarfile.DIRTYPE
+        info.mode = 0o755
+        tar.addfile(info)
+    engine.api.import_image_from_data(out.getvalue(), repository=EMPTY_IMAGE.split(":")[0], tag="latest")
+    return EMPTY_IMAGE
+
+
 USER_IMAGE = "acp-journeys/test-user:latest"
 
 

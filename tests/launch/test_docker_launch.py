@@ -10,13 +10,11 @@ interfaces a container has and sees a connect fail for want of a route.
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
 import os
 import socket
 import subprocess
 import sys
-import tarfile
 import time
 import uuid
 from pathlib import Path
@@ -33,10 +31,15 @@ from acp_journeys.launch.docker.launcher import DockerLauncher, DockerSandbox  #
 from acp_journeys.launch.seam import LaunchError  # noqa: E402
 from acp_journeys.launch.docker import engine as engine_calls  # noqa: E402
 from acp_journeys.launch.seam import SESSION_FILES_DIR  # noqa: E402
-from conftest import agent_image_or_skip, build_user_image, docker_engine_or_skip, fixture_agent_dir  # noqa: E402
+from conftest import (  # noqa: E402
+    agent_image_or_skip,
+    build_user_image,
+    docker_engine_or_skip,
+    fixture_agent_dir,
+    make_empty_image,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
-EMPTY_IMAGE = "acp-journeys/test-empty:latest"
 
 
 @pytest.fixture(scope="module")
@@ -51,15 +54,7 @@ def image(engine: Any) -> str:
 
 @pytest.fixture(scope="module")
 def empty_image(engine: Any) -> str:
-    """An image with no shell, no Python, nothing: one empty folder."""
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w") as tar:
-        info = tarfile.TarInfo("etc/")
-        info.type = tarfile.DIRTYPE
-        info.mode = 0o755
-        tar.addfile(info)
-    engine.api.import_image_from_data(out.getvalue(), repository=EMPTY_IMAGE.split(":")[0], tag="latest")
-    return EMPTY_IMAGE
+    return make_empty_image(engine)
 
 
 def run(coro: Awaitable[Any]) -> Any:
