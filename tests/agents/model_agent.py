@@ -31,6 +31,8 @@ stub is tested against each (none of these is a defect):
   --background-tasks   `bash` has a `run_in_background` argument and refuses a foreground
              `sleep` of 25 s or more with Claude Code's words ("... use run_in_background:
              true ..."); a background command is its turn's, killed on session/cancel
+  --no-procps  its commands find no procps tool (pgrep, ps, ...) on PATH, as in a slim image
+             (Debian's and the runner image's have none)
 
 Defects, one flag each, for the tests that check that the journeys catch them:
   --keep-background    with --background-tasks: a cancel leaves the background commands running
@@ -162,6 +164,22 @@ class Peer:
 
     def close(self) -> None:
         self.closed = True
+
+
+PROCPS = {"pgrep", "pkill", "pidof", "pwait", "ps", "top", "watch"}
+
+
+def path_without_procps(state: Path) -> str:
+    """One folder of links to every command on PATH but procps's: a PATH as in a slim image."""
+    folder = state / f"no-procps-{os.getpid()}"
+    folder.mkdir(parents=True, exist_ok=True)
+    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(directory):
+                link = folder / entry.name
+                if entry.name not in PROCPS and not link.exists() and os.access(entry.path, os.X_OK):
+                    link.symlink_to(entry.path)
+    return str(folder)
 
 
 def kill_group(pgid: int) -> None:
@@ -301,6 +319,7 @@ class Agent:
         self.state = Path(os.environ.get("MODEL_AGENT_STATE") or default_state)
         self.call_ids = itertools.count(1)
         self.stopping = threading.Lock()
+        self.command_env = {**os.environ, "PATH": path_without_procps(self.state)} if args.no_procps else None
         self._client = None
 
     # ---- the model ---------------------------------------------------------------------------
@@ -582,7 +601,8 @@ class Agent:
             return refused
         if background:
             process = subprocess.Popen(["/bin/sh", "-c", command], cwd=session.cwd, stdin=subprocess.DEVNULL,
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                                       env=self.command_env)
             self.all_groups.add(process.pid)
             if not self.args.keep_background:
                 turn.groups.add(process.pid)
@@ -638,7 +658,8 @@ class Agent:
         """Runs `command` with /bin/sh in its own process group; a cancel kills the group."""
         try:
             process = subprocess.Popen(["/bin/sh", "-c", command], cwd=session.cwd, stdin=subprocess.DEVNULL,
-                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                                       env=self.command_env)
         except OSError as exc:
             return False, f"The command did not start: {exc}"
         turn.groups.add(process.pid)
@@ -714,6 +735,8 @@ def main() -> None:
                         help="bash runs commands in the background on request and refuses a long foreground sleep")
     parser.add_argument("--keep-background", action="store_true",
                         help="with --background-tasks: a cancel leaves the background commands running")
+    parser.add_argument("--no-procps", action="store_true",
+                        help="its commands find no pgrep, ps or other procps tool on PATH")
     parser.add_argument("--vision-side-call", action="store_true",
                         help="images are described by a side request and the turn carries the description")
     agent = Agent(parser.parse_args())

@@ -30,6 +30,8 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     "--background-tasks": {},
     # ...or, as Claude Code does, leaves it running until the agent exits.
     "--background-tasks --keep-background": {"stop-running-turn": ["sleep-left"]},
+    # The stub's wait for the background command needs no procps (a slim image has none).
+    "--background-tasks --no-procps": {},
 }
 
 

@@ -39,6 +39,7 @@ from acp_journeys.rules.evidence import JourneyEvidence
 from acp_journeys.rules.judge import judge_journey
 from acp_journeys.rules.model_requests import RequestRecord, clip
 from acp_journeys.services.model_stub import ModelStub, hints
+from acp_journeys.services.model_stub.script import wait_for
 from acp_journeys.services.model_stub.conversation import Conversation, Decision, Message, ToolCall, ToolResult, ToolSpec
 from acp_journeys.services.model_stub.script import decide
 
@@ -371,7 +372,7 @@ def test_claude_code_refusal_of_a_foreground_sleep_is_retried_once_in_the_backgr
     body["messages"] += [{"role": "assistant", "content": [call]}, started]
     status, answer = post(stub, "/v1/messages", body)
     [wait] = answer["content"]
-    assert wait["name"] == "Bash" and wait["input"]["command"].startswith("while pgrep -x -f 'sleep 120'")
+    assert wait["name"] == "Bash" and wait["input"]["command"] == wait_for("sleep 120")
     assert "runs in the background (run_in_background: true)" in stub.records.snapshot(tag="t1")[-1].why
     # A second refusal is not retried again: once.
     refused_again = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call["id"], "is_error": True,

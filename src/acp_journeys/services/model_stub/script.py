@@ -455,8 +455,13 @@ def _mcp_arguments(tool: ToolSpec, base: str, arguments: dict) -> dict:
 
 def wait_for(command: str) -> str:
     """A foreground command that waits while `command` runs (started in the background): a
-    short poll, so that no `sleep` of its own is long enough for an agent to refuse."""
-    return f"while pgrep -x -f {shlex.quote(command)} >/dev/null; do sleep 1; done"
+    short poll, so that no `sleep` of its own is long enough for an agent to refuse. pgrep where
+    there is one, else a look at /proc with tr and grep alone: a slim image has no procps, and
+    a wait that ended at once would end the turn before the journey's cancel."""
+    cmdline = shlex.quote(command + " ")  # a /proc cmdline with its NULs turned to spaces
+    look = f"for p in /proc/[0-9]*/cmdline; do tr '\\0' ' ' <\"$p\"; echo; done 2>/dev/null | grep -qxF -- {cmdline}"
+    return (f"while if command -v pgrep >/dev/null; then pgrep -x -f {shlex.quote(command)} >/dev/null; "
+            f"else {look}; fi; do sleep 1; done")
 
 
 def decide(conversation: Conversation) -> Decision:
