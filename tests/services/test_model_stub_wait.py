@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_journeys.services.model_stub.script import wait_for
+from acp_journeys.services.model_stub.shell_wait import wait_for
 
 BOUND_S = 30  # a wait of the test; the loop itself polls each second
 APPEAR_S = 3

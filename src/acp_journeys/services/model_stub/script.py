@@ -44,6 +44,7 @@ from acp_journeys.services.model_stub.conversation import (
     ToolResult,
     ToolSpec,
 )
+from acp_journeys.services.model_stub.shell_wait import wait_for
 
 PLAN_ID = re.compile(r"\bPLAN-[A-Z0-9]{8}\b")
 MARKER = re.compile(r"\b[A-Z]+-[A-Z0-9]{8}\b")  # the journeys' markers: FILE-XXXXXXXX
@@ -451,25 +452,6 @@ def _mcp_arguments(tool: ToolSpec, base: str, arguments: dict) -> dict:
     if base == "create_plan":
         return tools.create_plan_arguments(tool, arguments["title"], arguments["description"])
     return tools.get_plan_arguments(tool, arguments["plan_id"])
-
-
-APPEAR_S = 10
-"""How long the wait gives a command started in the background to show up: the agent may still
-be starting it (under load, its shell's fork and exec can come after the wait's first look)."""
-
-
-def wait_for(command: str, appear_s: int = APPEAR_S) -> str:
-    """A foreground command that waits while `command` runs (started in the background): first
-    until it shows up (at most `appear_s`), then while it runs. A short poll, so that no `sleep` of
-    its own is long enough for an agent to refuse. pgrep where there is one, else a look at /proc
-    with tr and grep alone: a slim image has no procps, and a wait that ended at once would end
-    the turn before the journey's cancel."""
-    cmdline = shlex.quote(command + " ")  # a /proc cmdline with its NULs turned to spaces
-    scan = f"for p in /proc/[0-9]*/cmdline; do tr '\\0' ' ' <\"$p\"; echo; done 2>/dev/null | grep -qxF -- {cmdline}"
-    look = (f"look() {{ if command -v pgrep >/dev/null; then pgrep -x -f {shlex.quote(command)} >/dev/null; "
-            f"else {scan}; fi; }}")
-    return (f"{look}; n=0; while ! look && [ $n -lt {int(appear_s)} ]; do n=$((n+1)); sleep 1; done; "
-            "while look; do sleep 1; done")
 
 
 def decide(conversation: Conversation) -> Decision:
