@@ -60,15 +60,18 @@ def one_run(journeys: list[str], parallel: int | None, kind: str = "local", imag
 
 def engine_floor(image: str, count: int) -> dict[str, float]:
     """Seconds for the engine to create and start `count` containers at once, with the options
-    the journeys' containers get (no network, no capability, the default limits), then to remove
-    them: the part of docker mode's wall that is the engine's own."""
+    the journeys' containers get (no network, no capability, DockerLauncher's default limits),
+    then to remove them: the part of docker mode's wall that is the engine's own."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from acp_journeys.launch import DockerLauncher
     from acp_journeys.launch.docker import engine
 
+    limits = DockerLauncher(image, run_id="bench")  # never started: only its default limits are read
     api = engine.connect()
-    host_config = api.create_host_config(network_mode="none", pids_limit=256, mem_limit="2g",
-                                         memswap_limit="2g", nano_cpus=int(2e9),
+    host_config = api.create_host_config(network_mode="none", pids_limit=limits.pids_limit,
+                                         mem_limit=limits.memory_bytes, memswap_limit=limits.memory_bytes,
+                                         nano_cpus=int(limits.cpus * 1e9),
                                          security_opt=["no-new-privileges"], cap_drop=["ALL"])
     tag = f"acpj-bench-{uuid.uuid4().hex[:8]}"
 

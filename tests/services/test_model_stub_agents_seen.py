@@ -39,9 +39,9 @@ from acp_journeys.rules.evidence import JourneyEvidence
 from acp_journeys.rules.judge import judge_journey
 from acp_journeys.rules.model_requests import RequestRecord, clip
 from acp_journeys.services.model_stub import ModelStub, hints
-from acp_journeys.services.model_stub.shell_wait import wait_for
 from acp_journeys.services.model_stub.conversation import Conversation, Decision, Message, ToolCall, ToolResult, ToolSpec
 from acp_journeys.services.model_stub.script import decide
+from acp_journeys.services.model_stub.shell_wait import wait_for
 
 DATA = Path(__file__).parents[1] / "data" / "model-requests"
 

@@ -3,7 +3,7 @@ background ("run it and wait for it", once the agent refused to run it in the fo
 
 Rules of this module: a pure function of the command; the loop needs nothing but a POSIX shell,
 `sleep`, and `pgrep` or else `tr` and `grep` (a slim image has no procps); no `sleep` of its own
-is long enough for an agent to refuse; every wait of it has a bound, but the command's own run.
+is long enough for an agent to refuse; its only unbounded wait is the command's own run.
 """
 
 from __future__ import annotations
